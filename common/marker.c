@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "marker.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
+static void stats_swap(struct vt_cpu_stats *s, int to_le)
+{
+	uint64_t *u[] = { &s->pages_sent, &s->bytes_sent, &s->entries, &s->overrun,
+			  &s->commit_overrun, &s->bytes, &s->dropped_events, &s->read_events };
+
+	s->cpu = to_le ? htole32(s->cpu) : le32toh(s->cpu);
+	s->error = (int32_t)(to_le ? htole32((uint32_t)s->error) : le32toh((uint32_t)s->error));
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+		*u[i] = to_le ? htole64(*u[i]) : le64toh(*u[i]);
+}
+
+void vt_marker_encode(void *page, uint32_t page_size, enum vt_marker_kind kind, uint64_t session_id,
+		      uint32_t cpu, const struct vt_cpu_stats *stats)
+{
+	struct vt_marker m = {
+		.magic = htole64(VT_MARKER_MAGIC), .commit = VT_MARKER_COMMIT,
+		.kind = htole32(kind), .version = htole32(VT_MARKER_VERSION),
+		.session_id = htole64(session_id), .cpu = htole32(cpu), .page_size = htole32(page_size),
+	};
+
+	if (stats) {
+		m.stats = *stats;
+		stats_swap(&m.stats, 1);
+	}
+	memset(page, 0, page_size);
+	memcpy(page, &m, sizeof(m));
+}
+
+int vt_marker_decode(const void *page, size_t len, struct vt_marker *ret)
+{
+	struct vt_marker m;
+
+	if (len < sizeof(m))
+		return 0;
+	memcpy(&m, page, sizeof(m));
+	if (le64toh(m.magic) != VT_MARKER_MAGIC || m.commit != VT_MARKER_COMMIT)
+		return 0;
+	m.magic = VT_MARKER_MAGIC;
+	m.kind = le32toh(m.kind);
+	m.version = le32toh(m.version);
+	m.session_id = le64toh(m.session_id);
+	m.cpu = le32toh(m.cpu);
+	m.page_size = le32toh(m.page_size);
+	stats_swap(&m.stats, 0);
+	if (m.version != VT_MARKER_VERSION || (m.kind != VT_MARKER_BEGIN && m.kind != VT_MARKER_END) ||
+	    m.page_size < VT_MARKER_MIN_PAGE || m.page_size > VT_MARKER_MAX_PAGE ||
+	    (m.page_size & (m.page_size - 1)) || m.page_size != len)
+		return -EBADMSG;
+	*ret = m;
+	return 1;
+}

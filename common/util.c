@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+ssize_t util_read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, (char *)buf + done, len - done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int util_write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)buf + done, len - done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int util_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	size_t cap = 4096, len = 0;
+
+	if (fd < 0)
+		return -errno;
+	/* tracefs files report size 0: grow as we read, never past max. */
+	for (;;) {
+		ssize_t n;
+
+		if (!buf || len == cap) {
+			char *nb;
+
+			if (buf)
+				cap *= 2;
+			if (cap > max + 1)
+				cap = max + 1;
+			if (buf && len == cap)
+				return -EFBIG;
+			nb = realloc(buf, cap + 1);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max)
+			return -EFBIG;
+	}
+	buf[len] = '\0';
+	*ret_buf = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+int util_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len)
+{
+	return util_read_file_at(AT_FDCWD, path, max, ret_buf, ret_len);
+}
+
+int util_write_file(const char *path, const void *buf, size_t len, mode_t mode)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = util_write_full(fd, buf, len);
+	if (r < 0)
+		return r;
+	if (close(TAKE_FD(fd)) < 0)
+		return -errno;
+	return 0;
+}
+
+int util_parse_u64(const char *s, uint64_t max, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (*end)
+		return -EINVAL;
+	if (v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}
+
+int util_parse_size(const char *s, uint64_t *ret)
+{
+	static const struct { char c; unsigned shift; } units[] = {
+		{ 'K', 10 }, { 'M', 20 }, { 'G', 30 }, { 'T', 40 },
+	};
+	char num[32];
+	size_t len;
+	unsigned shift = 0;
+	uint64_t v;
+	int r;
+
+	if (!s)
+		return -EINVAL;
+	len = strlen(s);
+	if (len == 0 || len >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, len + 1);
+	if (len > 1 && (num[len - 1] == 'B' || num[len - 1] == 'b'))
+		num[--len] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
+		if (len > 1 && (num[len - 1] == units[i].c || num[len - 1] == units[i].c + 32)) {
+			shift = units[i].shift;
+			num[--len] = '\0';
+			break;
+		}
+	}
+	r = util_parse_u64(num, UINT64_MAX >> shift, &v);
+	if (r < 0)
+		return r;
+	*ret = v << shift;
+	return 0;
+}
+
+int util_mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; ; p++) {
+		if (*p == '/' || *p == '\0') {
+			char saved = *p;
+
+			*p = '\0';
+			if (mkdir(buf, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*p = saved;
+			if (!saved)
+				break;
+		}
+	}
+	return 0;
+}
+
+bool util_safe_name(const char *s, size_t len)
+{
+	if (!s || len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+			return false;
+	}
+	return true;
+}
+
+uint64_t util_now_ns(int clockid)
+{
+	struct timespec ts;
+
+	clock_gettime(clockid, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

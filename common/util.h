@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Small helpers: ownership cleanup, full reads/writes, bounded file reads, parsing. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+static inline void freep(void *p) { free(*(void **)p); }
+static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+
+/* Hand ownership on: returns the value and resets the variable. */
+#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
+#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
+
+/* Read exactly len bytes unless EOF; returns bytes read or -errno. Retries EINTR. */
+ssize_t util_read_full(int fd, void *buf, size_t len);
+/* Write all len bytes; returns 0 or -errno. Retries EINTR and short writes. */
+int util_write_full(int fd, const void *buf, size_t len);
+/* Read a whole file of at most max bytes (NUL-terminated copy); -EFBIG past max. */
+int util_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len);
+/* Same, relative to a directory fd. */
+int util_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
+/* Write a whole file (O_TRUNC), mode for creation. */
+int util_write_file(const char *path, const void *buf, size_t len, mode_t mode);
+/* Parse "123", "64K", "16M", "2G" (binary units) into bytes; -EINVAL/-ERANGE. */
+int util_parse_size(const char *s, uint64_t *ret);
+/* Parse a decimal unsigned integer with bounds; -EINVAL/-ERANGE. */
+int util_parse_u64(const char *s, uint64_t max, uint64_t *ret);
+/* mkdir -p with mode for the directories it creates. */
+int util_mkdir_p(const char *path, mode_t mode);
+/* True when s is a non-empty name made of [A-Za-z0-9_] only (safe as a file name). */
+bool util_safe_name(const char *s, size_t len);
+/* Monotonic / realtime clocks in ns. */
+uint64_t util_now_ns(int clockid);

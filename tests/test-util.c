@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "harness.h"
+#include "util.h"
+
+TEST(parse_size_units)
+{
+	uint64_t v = 0;
+
+	CHECK_INT(util_parse_size("4096", &v), ==, 0);
+	CHECK_INT(v, ==, 4096);
+	CHECK_INT(util_parse_size("64K", &v), ==, 0);
+	CHECK_INT(v, ==, 65536);
+	CHECK_INT(util_parse_size("16MB", &v), ==, 0);
+	CHECK_INT(v, ==, 16 << 20);
+	CHECK_INT(util_parse_size("2g", &v), ==, 0);
+	CHECK_INT(v, ==, 2ull << 30);
+}
+
+TEST(parse_size_rejects)
+{
+	uint64_t v = 7;
+
+	CHECK_INT(util_parse_size("", &v), ==, -EINVAL);
+	CHECK_INT(util_parse_size("K", &v), ==, -EINVAL);
+	CHECK_INT(util_parse_size("-1", &v), ==, -EINVAL);
+	CHECK_INT(util_parse_size("12Q", &v), ==, -EINVAL);
+	CHECK_INT(util_parse_size("99999999999999999999", &v), ==, -ERANGE);
+	CHECK_INT(util_parse_size("17179869184G", &v), ==, -ERANGE);
+	CHECK_INT(v, ==, 7); /* untouched on failure */
+}
+
+TEST(parse_u64_bounds)
+{
+	uint64_t v;
+
+	CHECK_INT(util_parse_u64("31", 31, &v), ==, 0);
+	CHECK_INT(v, ==, 31);
+	CHECK_INT(util_parse_u64("32", 31, &v), ==, -ERANGE);
+	CHECK_INT(util_parse_u64(" 3", 31, &v), ==, -EINVAL);
+	CHECK_INT(util_parse_u64("3x", 31, &v), ==, -EINVAL);
+}
+
+TEST(safe_name)
+{
+	CHECK(util_safe_name("sched_switch", 12));
+	CHECK(util_safe_name("cpu0", 4));
+	CHECK(!util_safe_name("..", 2));
+	CHECK(!util_safe_name("a/b", 3));
+	CHECK(!util_safe_name("", 0));
+	CHECK(!util_safe_name("a b", 3));
+}
+
+TEST(read_file_bounded)
+{
+	char path[] = "/tmp/vt-test-util-XXXXXX";
+	int fd = mkstemp(path);
+	char *buf = NULL;
+	size_t len = 0;
+
+	CHECK(fd >= 0);
+	CHECK_INT(util_write_full(fd, "hello world", 11), ==, 0);
+	close(fd);
+	CHECK_INT(util_read_file(path, 11, &buf, &len), ==, 0);
+	CHECK_INT(len, ==, 11);
+	CHECK_STR(buf, "hello world");
+	free(buf);
+	buf = NULL;
+	CHECK_INT(util_read_file(path, 10, &buf, &len), ==, -EFBIG);
+	CHECK(buf == NULL);
+	unlink(path);
+	CHECK_INT(util_read_file(path, 10, &buf, &len), ==, -ENOENT);
+}
+
+TEST(mkdir_p_nested)
+{
+	char base[] = "/tmp/vt-test-mkdir-XXXXXX";
+	char path[256];
+	struct stat st;
+
+	CHECK(mkdtemp(base) != NULL);
+	snprintf(path, sizeof(path), "%s/a/b/c", base);
+	CHECK_INT(util_mkdir_p(path, 0700), ==, 0);
+	CHECK_INT(stat(path, &st), ==, 0);
+	CHECK(S_ISDIR(st.st_mode));
+	CHECK_INT(util_mkdir_p(path, 0700), ==, 0); /* idempotent */
+	snprintf(path, sizeof(path), "rm -rf '%s'", base);
+	CHECK_INT(system(path), ==, 0);
+}
