@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Clock correlation from timestamped probes.
+ *
+ * Each probe brackets the guest's clock reading between two host times: the true host time
+ * of the guest reading lies in [host_send, host_recv]. Probes with long round trips bracket
+ * loosely, so only those within a small factor of the shortest round trip are kept. A least
+ * squares line through the kept midpoints gives offset and drift; when the residuals show a
+ * jump (the guest clock was stepped, or the VM was paused), the samples are split into
+ * segments, each with its own line. */
+#include "clockfit.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+#define RTT_KEEP_FACTOR 3      /* keep probes with rtt <= 3 x the shortest (+ slack) */
+#define RTT_SLACK_NS 20000     /* 20 us: scheduling noise on a loaded host */
+#define STEP_MIN_NS 200000     /* a residual jump under 200 us is noise, not a step */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_guest(const void *a, const void *b)
+{
+	const struct clock_sample *x = a, *y = b;
+
+	return x->guest < y->guest ? -1 : x->guest > y->guest;
+}
+
+static uint64_t rtt(const struct clock_sample *s) { return s->host_recv - s->host_send; }
+static double mid(const struct clock_sample *s) { return (double)s->host_send + (double)rtt(s) / 2; }
+
+/* Least squares over s[0..n) around the first sample to keep precision. */
+static void fit_line(const struct clock_sample *s, size_t n, struct clock_segment *seg)
+{
+	double g0 = (double)s[0].guest, h0 = mid(&s[0]);
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, slope = 1, b;
+
+	for (size_t i = 0; i < n; i++) {
+		double x = (double)s[i].guest - g0, y = mid(&s[i]) - h0;
+
+		sx += x, sy += y, sxx += x * x, sxy += x * y;
+	}
+	if (n >= 2 && n * sxx - sx * sx > 0) {
+		slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+		/* A real clock drifts by ppm, not percent: clamp nonsense from degenerate spans. */
+		if (slope < 0.999 || slope > 1.001)
+			slope = 1;
+	}
+	b = (sy - slope * sx) / n; /* y = slope * x + b */
+	seg->slope = slope;
+	/* host = h0 + b + slope * (guest - g0)  =>  offset = h0 + b - slope * g0 */
+	seg->offset = (int64_t)llround(h0 + b - slope * g0);
+	seg->guest_start = s[0].guest;
+	seg->samples = (uint32_t)n;
+}
+
+static double seg_apply(const struct clock_segment *seg, uint64_t g)
+{
+	/* Evaluate relative to guest_start so the double keeps sub-ns precision. */
+	double base = seg->slope * (double)seg->guest_start + (double)seg->offset;
+
+	return base + seg->slope * ((double)g - (double)seg->guest_start);
+}
+
+static double resid(const struct clock_segment *seg, const struct clock_sample *s)
+{
+	return mid(s) - seg_apply(seg, s->guest);
+}
+
+/* Length of the segment starting at s[0]: grows while the next sample agrees with the line
+ * through the previous ones; two disagreeing the same way in a row mark a step. */
+static size_t segment_len(const struct clock_sample *s, size_t n, double tol)
+{
+	struct clock_segment seg;
+	size_t len = 1;
+
+	while (len < n) {
+		double r1, r2;
+
+		fit_line(s, len, &seg);
+		r1 = resid(&seg, &s[len]);
+		if (fabs(r1) > tol && len + 1 < n) {
+			r2 = resid(&seg, &s[len + 1]);
+			if (fabs(r2) > tol && (r1 > 0) == (r2 > 0))
+				break;
+		}
+		len++;
+	}
+	return len;
+}
+
+int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit *ret)
+{
+	_cleanup_free_ uint64_t *rtts = NULL;
+	_cleanup_free_ struct clock_sample *kept = NULL;
+	struct clock_fit fit = { .samples_total = (uint32_t)n };
+	size_t nk = 0, start = 0;
+	uint64_t limit;
+	double tol;
+
+	if (n == 0)
+		return -EINVAL;
+	rtts = malloc(n * sizeof(*rtts));
+	kept = malloc(n * sizeof(*kept));
+	if (!rtts || !kept)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (samples[i].host_recv < samples[i].host_send)
+			return -EINVAL;
+		rtts[i] = rtt(&samples[i]);
+	}
+	qsort(rtts, n, sizeof(*rtts), cmp_u64);
+	fit.min_rtt = rtts[0];
+	limit = fit.min_rtt * RTT_KEEP_FACTOR + RTT_SLACK_NS;
+	for (size_t i = 0; i < n; i++)
+		if (rtt(&samples[i]) <= limit)
+			kept[nk++] = samples[i];
+	qsort(kept, nk, sizeof(*kept), cmp_guest);
+	for (size_t i = 0; i < nk; i++)
+		rtts[i] = rtt(&kept[i]);
+	qsort(rtts, nk, sizeof(*rtts), cmp_u64);
+	fit.median_rtt = rtts[nk / 2];
+	fit.samples_used = (uint32_t)nk;
+	tol = MAX((double)STEP_MIN_NS, 4.0 * (double)fit.median_rtt);
+
+	while (start < nk && fit.nseg < CLOCKFIT_MAX_SEGMENTS) {
+		size_t len = fit.nseg + 1 == CLOCKFIT_MAX_SEGMENTS ? nk - start
+								   : segment_len(kept + start, nk - start, tol);
+
+		fit_line(kept + start, len, &fit.seg[fit.nseg++]);
+		start += len;
+	}
+	for (size_t i = 0; i < nk; i++) {
+		double e = fabs(mid(&kept[i]) - (double)clockfit_apply(&fit, kept[i].guest)) +
+			   (double)rtt(&kept[i]) / 2;
+
+		fit.error_bound = MAX(fit.error_bound, (uint64_t)ceil(e));
+	}
+	*ret = fit;
+	return 0;
+}
+
+uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest_ns)
+{
+	const struct clock_segment *seg;
+	double h;
+
+	if (fit->nseg == 0)
+		return guest_ns;
+	seg = &fit->seg[0];
+	for (unsigned i = 1; i < fit->nseg && fit->seg[i].guest_start <= guest_ns; i++)
+		seg = &fit->seg[i];
+	h = seg_apply(seg, guest_ns);
+	if (h <= 0)
+		return 0;
+	if (h >= 18446744073709551615.0)
+		return UINT64_MAX;
+	return (uint64_t)llround(h);
+}
+
+int clockfit_append_sample(FILE *f, const struct clock_sample *s)
+{
+	if (fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", s->id, s->host_send,
+		    s->guest, s->host_recv) < 0)
+		return -EIO;
+	return 0;
+}
+
+int clockfit_read_samples(FILE *f, size_t max, struct clock_sample **ret, size_t *ret_n, size_t *ret_line)
+{
+	_cleanup_free_ struct clock_sample *v = NULL;
+	size_t n = 0, cap = 0, line = 0;
+	char buf[256];
+
+	while (fgets(buf, sizeof(buf), f)) {
+		struct clock_sample s;
+		char extra;
+
+		line++;
+		if (buf[0] == '#' || buf[0] == '\n')
+			continue;
+		if (sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %c", &s.id, &s.host_send,
+			   &s.guest, &s.host_recv, &extra) != 4 || s.host_recv < s.host_send) {
+			if (ret_line)
+				*ret_line = line;
+			return -EBADMSG;
+		}
+		if (n == max)
+			return -E2BIG;
+		if (n == cap) {
+			struct clock_sample *nv = realloc(v, (cap ? cap * 2 : 64) * sizeof(*v));
+
+			if (!nv)
+				return -ENOMEM;
+			v = nv;
+			cap = cap ? cap * 2 : 64;
+		}
+		v[n++] = s;
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
+int clockfit_write_ini(FILE *f, const char *method, const struct clock_fit *fit)
+{
+	fprintf(f, "method=%s\nsegments=%u\nsamples=%u\nsamples_used=%u\nmin_rtt_ns=%" PRIu64
+		   "\nmedian_rtt_ns=%" PRIu64 "\nerror_bound_ns=%" PRIu64 "\n",
+		method, fit->nseg, fit->samples_total, fit->samples_used, fit->min_rtt, fit->median_rtt,
+		fit->error_bound);
+	for (unsigned i = 0; i < fit->nseg; i++)
+		fprintf(f, "seg%u.guest_start=%" PRIu64 "\nseg%u.slope=%.12f\nseg%u.offset_ns=%" PRId64 "\n",
+			i, fit->seg[i].guest_start, i, fit->seg[i].slope, i, fit->seg[i].offset);
+	return ferror(f) ? -EIO : 0;
+}
+
+static int ini_segment(struct clock_fit *fit, unsigned idx, const char *field, const char *val)
+{
+	struct clock_segment *seg;
+	char *end;
+
+	if (idx >= CLOCKFIT_MAX_SEGMENTS)
+		return -EBADMSG;
+	seg = &fit->seg[idx];
+	fit->nseg = MAX(fit->nseg, idx + 1);
+	errno = 0;
+	if (!strcmp(field, "guest_start"))
+		seg->guest_start = strtoull(val, &end, 10);
+	else if (!strcmp(field, "slope"))
+		seg->slope = strtod(val, &end);
+	else if (!strcmp(field, "offset_ns"))
+		seg->offset = strtoll(val, &end, 10);
+	else
+		return 0;
+	if (errno || end == val || *end)
+		return -EBADMSG;
+	if (!strcmp(field, "slope") && !(seg->slope > 0.9 && seg->slope < 1.1))
+		return -EBADMSG;
+	return 0;
+}
+
+int clockfit_read_ini(FILE *f, struct clock_fit *ret)
+{
+	struct clock_fit fit = { 0 };
+	char line[256];
+
+	while (fgets(line, sizeof(line), f)) {
+		char *eq = strchr(line, '='), *nl = strchr(line, '\n');
+		unsigned idx;
+		char field[32];
+		int r;
+
+		if (nl)
+			*nl = '\0';
+		if (!eq)
+			continue;
+		*eq = '\0';
+		if (sscanf(line, "seg%u.%31s", &idx, field) == 2) {
+			r = ini_segment(&fit, idx, field, eq + 1);
+			if (r < 0)
+				return r;
+		} else if (!strcmp(line, "error_bound_ns")) {
+			fit.error_bound = strtoull(eq + 1, NULL, 10);
+		} else if (!strcmp(line, "samples")) {
+			fit.samples_total = (uint32_t)strtoul(eq + 1, NULL, 10);
+		}
+	}
+	for (unsigned i = 0; i < fit.nseg; i++)
+		if (fit.seg[i].slope == 0 || (i > 0 && fit.seg[i].guest_start < fit.seg[i - 1].guest_start))
+			return -EBADMSG;
+	*ret = fit;
+	return 0;
+}

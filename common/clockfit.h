@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* PTP-style clock correlation: probe samples in, piecewise-linear guest→host map out. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One probe: host sent at host_send, the guest read guest, the reply came at host_recv. */
+struct clock_sample {
+	uint64_t id;
+	uint64_t host_send;
+	uint64_t guest;
+	uint64_t host_recv;
+};
+
+/* host_ns = guest_ns * slope + offset, for guest_ns >= guest_start (until the next segment). */
+struct clock_segment {
+	uint64_t guest_start;
+	double slope;
+	int64_t offset;
+	uint32_t samples; /* samples used for this segment */
+};
+
+#define CLOCKFIT_MAX_SEGMENTS 64
+
+struct clock_fit {
+	unsigned nseg;
+	struct clock_segment seg[CLOCKFIT_MAX_SEGMENTS];
+	uint32_t samples_total;    /* samples given */
+	uint32_t samples_used;     /* kept after the round-trip filter */
+	uint64_t min_rtt, median_rtt;
+	uint64_t error_bound;      /* ns: max over used samples of |fit - midpoint| + rtt/2 */
+};
+
+/* Fits samples (any order; copied, not modified). -EINVAL with no usable sample. */
+int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit *ret);
+/* Converts a guest time with the segment that covers it (the first before any segment). */
+uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest_ns);
+
+/* clock.samples: one "id host_send guest host_recv" line per probe. */
+int clockfit_append_sample(FILE *f, const struct clock_sample *s);
+/* Reads at most max samples; malformed lines → -EBADMSG with *ret_line set. */
+int clockfit_read_samples(FILE *f, size_t max, struct clock_sample **ret, size_t *ret_n, size_t *ret_line);
+/* clock.ini, see docs/session-dir.md. */
+int clockfit_write_ini(FILE *f, const char *method, const struct clock_fit *fit);
+int clockfit_read_ini(FILE *f, struct clock_fit *ret);

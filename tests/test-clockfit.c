@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "clockfit.h"
+#include "harness.h"
+
+/* Deterministic noise in [0, 1). */
+static double noise(uint64_t *state)
+{
+	*state = *state * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(*state >> 11) / 9007199254740992.0;
+}
+
+/* Probes every 100 ms over 60 s: true host = guest * (1 + drift) + offset (+ step after t_step);
+ * round trips 40..60 us with the guest reading anywhere inside; every 7th probe is slow (5 ms). */
+static size_t make_samples(struct clock_sample *s, size_t n, double drift, int64_t offset,
+			   uint64_t t_step, int64_t step)
+{
+	uint64_t st = 42;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t g = 1000000000000ull + i * 100000000ull;
+		double host = (double)g * (1 + drift) + (double)offset + (g >= t_step ? (double)step : 0);
+		double r = 40000 + 20000 * noise(&st);
+		double before = r * noise(&st);
+
+		if (i % 7 == 3)
+			r = 5000000, before = 4900000; /* long round trip, badly placed */
+		s[i] = (struct clock_sample){ .id = i, .guest = g,
+					      .host_send = (uint64_t)(host - before),
+					      .host_recv = (uint64_t)(host - before + r) };
+	}
+	return n;
+}
+
+static double worst(const struct clock_fit *fit, double drift, int64_t offset, uint64_t t_step, int64_t step)
+{
+	double w = 0;
+
+	for (uint64_t g = 1000000000000ull; g < 1000000000000ull + 60000000000ull; g += 7777777)
+		w = fmax(w, fabs((double)clockfit_apply(fit, g) -
+				 ((double)g * (1 + drift) + (double)offset + (g >= t_step ? (double)step : 0))));
+	return w;
+}
+
+TEST(offset_only)
+{
+	struct clock_sample s[600];
+	struct clock_fit fit;
+
+	make_samples(s, 600, 0, 123456789012, UINT64_MAX, 0);
+	CHECK_INT(clockfit_fit(s, 600, &fit), ==, 0);
+	CHECK_INT(fit.nseg, ==, 1);
+	CHECK_INT(fit.samples_used, <, 600); /* the slow probes were dropped */
+	CHECK_INT(fit.samples_used, >=, 500);
+	CHECK(worst(&fit, 0, 123456789012, UINT64_MAX, 0) < 10000); /* within the 10 us jitter */
+	CHECK_INT(fit.error_bound, >=, 20000);
+	CHECK_INT(fit.error_bound, <, 100000);
+}
+
+TEST(drift_50ppm)
+{
+	struct clock_sample s[600];
+	struct clock_fit fit;
+
+	make_samples(s, 600, 50e-6, -5000000, UINT64_MAX, 0);
+	CHECK_INT(clockfit_fit(s, 600, &fit), ==, 0);
+	CHECK_INT(fit.nseg, ==, 1);
+	CHECK(fabs(fit.seg[0].slope - (1 + 50e-6)) < 1e-7);
+	CHECK(worst(&fit, 50e-6, -5000000, UINT64_MAX, 0) < 10000);
+}
+
+TEST(step_is_split)
+{
+	struct clock_sample s[600];
+	struct clock_fit fit;
+	uint64_t t_step = 1000000000000ull + 30000000000ull + 50000000; /* between probes 300, 301 */
+
+	make_samples(s, 600, 10e-6, 777, t_step, 3000000); /* +3 ms step */
+	CHECK_INT(clockfit_fit(s, 600, &fit), ==, 0);
+	CHECK_INT(fit.nseg, ==, 2);
+	CHECK(fit.seg[1].guest_start > t_step - 100000000 && fit.seg[1].guest_start <= t_step + 100000000);
+	/* Away from the step (where no probe can tell when it happened) the error stays small. */
+	CHECK(fabs((double)clockfit_apply(&fit, 1000000000000ull + 10000000000ull) -
+		   ((1000000000000.0 + 10000000000.0) * (1 + 10e-6) + 777)) < 10000);
+	CHECK(fabs((double)clockfit_apply(&fit, 1000000000000ull + 50000000000ull) -
+		   ((1000000000000.0 + 50000000000.0) * (1 + 10e-6) + 777 + 3000000)) < 10000);
+}
+
+TEST(rejects_empty_and_inverted)
+{
+	struct clock_sample s = { .host_send = 10, .host_recv = 5, .guest = 1 };
+	struct clock_fit fit;
+
+	CHECK_INT(clockfit_fit(NULL, 0, &fit), <, 0);
+	CHECK_INT(clockfit_fit(&s, 1, &fit), <, 0);
+}
+
+TEST(ini_roundtrip)
+{
+	struct clock_sample s[100];
+	struct clock_fit fit, back;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	make_samples(s, 100, 20e-6, 99999, UINT64_MAX, 0);
+	CHECK_INT(clockfit_fit(s, 100, &fit), ==, 0);
+	f = open_memstream(&buf, &len);
+	CHECK_INT(clockfit_write_ini(f, "ptp", &fit), ==, 0);
+	fclose(f);
+	f = fmemopen(buf, len, "r");
+	CHECK_INT(clockfit_read_ini(f, &back), ==, 0);
+	fclose(f);
+	free(buf);
+	CHECK_INT(back.nseg, ==, fit.nseg);
+	CHECK_INT(back.error_bound, ==, fit.error_bound);
+	for (uint64_t g = 1000000000000ull; g < 1010000000000ull; g += 999999937)
+		CHECK(llabs((long long)(clockfit_apply(&back, g) - clockfit_apply(&fit, g))) <= 1);
+}
+
+TEST(samples_file_bad_line)
+{
+	const char text[] = "1 100 50 200\n2 300 150 250\n";
+	struct clock_sample *v = NULL;
+	size_t n = 0, line = 0;
+	FILE *f = fmemopen((void *)text, sizeof(text) - 1, "r");
+
+	CHECK_INT(clockfit_read_samples(f, 10, &v, &n, &line), ==, -EBADMSG); /* recv < send */
+	CHECK_INT(line, ==, 2);
+	fclose(f);
+}
