@@ -49,7 +49,7 @@ void test_fail(const char *file, int line, const char *expr, const char *detail)
 	do {                                                                                     \
 		const char *_a = (a), *_b = (b);                                                 \
 		if (!_a || !_b || strcmp(_a, _b)) {                                              \
-			char _d[256];                                                            \
+			char _d[1200];                                                            \
 			snprintf(_d, sizeof(_d), "\"%s\" != \"%s\"", _a ? _a : "(null)",        \
 				 _b ? _b : "(null)");                                            \
 			test_fail(__FILE__, __LINE__, #a " == " #b, _d);                         \
