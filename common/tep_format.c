@@ -70,6 +70,10 @@ int tep_format_parse_field(const char *line, size_t len, struct tep_format_field
 	semi = memchr(p, ';', rest);
 	if (!semi || field_name(p, (size_t)(semi - p), f.name) < 0)
 		return -EBADMSG;
+	if (memmem(p, (size_t)(semi - p), "__data_loc", 10))
+		f.dyn = 1;
+	else if (memmem(p, (size_t)(semi - p), "__rel_loc", 9))
+		f.dyn = 2;
 	rest -= (size_t)(semi - p);
 	if (field_number(semi, rest, "offset:", &f.offset) < 0 || field_number(semi, rest, "size:", &f.size) < 0)
 		return -EBADMSG;

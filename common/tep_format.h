@@ -13,6 +13,7 @@ struct tep_format_field {
 	char name[TEP_FORMAT_MAX_NAME];
 	uint32_t offset;
 	uint32_t size;
+	uint8_t dyn; /* 0 fixed, 1 __data_loc (offset from record start), 2 __rel_loc (from field end) */
 };
 
 struct tep_format {
