@@ -200,7 +200,10 @@ static int host_read_one(struct merge_host *h, struct host_rec **ret_imm)
 		h->qready = queue_release(h, limit);
 		return 1;
 	}
-	if (e->type < PERF_REC_USER_START && (r = record_time(h, e, &ai, &ts)) < 0) {
+	if (e->type < PERF_REC_USER_START && (r = record_time(h, e, &ai, &ts)) == -ENOENT &&
+	    e->type != PERF_RECORD_SAMPLE) {
+		ts = 0; /* synthesized records carry id 0: written in file order, like perf does */
+	} else if (e->type < PERF_REC_USER_START && r < 0) {
 		snprintf(h->err, sizeof(h->err), "record %llu (type %u) has no usable sample id or time",
 			 (unsigned long long)h->records, e->type);
 		return r;
