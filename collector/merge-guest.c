@@ -524,7 +524,13 @@ bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c)
 
 int merge_guest_rewind(struct merge_guest *g)
 {
+	struct merge_losses keep = g->loss;
+
+	/* the walk counts again; what loading found stays */
 	memset(&g->loss, 0, sizeof(g->loss));
+	g->loss.dropped_formats = keep.dropped_formats;
+	g->loss.dropped_cpus = keep.dropped_cpus;
+	g->loss.stale_bytes = keep.stale_bytes;
 	for (uint32_t i = 0; i < g->ncpus; i++) {
 		struct guest_cpu *c = &g->cpus[i];
 
