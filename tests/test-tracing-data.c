@@ -32,6 +32,7 @@ TEST(build_parse_roundtrip)
 	CHECK_INT(tracing_data_build(&back, &blob2, &len2), ==, 0);
 	CHECK_INT(len2, ==, len);
 	CHECK(!memcmp(blob, blob2, len));
+	tracing_data_free(&back);
 	for (size_t cut = 0; cut < len; cut += 7)
 		CHECK_INT(tracing_data_parse(blob, cut, &back) == 0 ? (tracing_data_free(&back), 0) : -EBADMSG,
 			  ==, -EBADMSG);
