@@ -98,9 +98,11 @@ static int format_line(struct tep_format *f, const char *text, const char *line,
 	if (len >= 4 && !memcmp(line, "ID: ", 4)) {
 		f->id_at = (size_t)(line + 4 - text);
 		f->id_len = len - 4;
-		if (f->id_len == 0 || f->id_len > 5 || field_number(line, len, "ID: ", &f->id) < 0 ||
-		    strspn(line + 4, "0123456789") < f->id_len)
+		if (f->id_len == 0 || f->id_len > 5 || field_number(line, len, "ID: ", &f->id) < 0)
 			return -EBADMSG;
+		for (size_t i = 0; i < f->id_len; i++)
+			if (line[4 + i] < '0' || line[4 + i] > '9')
+				return -EBADMSG;
 		return 0;
 	}
 	r = tep_format_parse_field(line, len, &fld);
