@@ -42,6 +42,5 @@ uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest_ns);
 int clockfit_append_sample(FILE *f, const struct clock_sample *s);
 /* Reads at most max samples; malformed lines → -EBADMSG with *ret_line set. */
 int clockfit_read_samples(FILE *f, size_t max, struct clock_sample **ret, size_t *ret_n, size_t *ret_line);
-/* clock.ini, see docs/session-dir.md. */
+/* clock.ini, see docs/session-dir.md; read back by common/clock_apply.c. */
 int clockfit_write_ini(FILE *f, const char *method, const struct clock_fit *fit);
-int clockfit_read_ini(FILE *f, struct clock_fit *ret);

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* trace-collector merge SESSION_DIR [--host-data FILE] -o OUT [-z]. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collector.h"
+#include "log.h"
+#include "merge.h"
+
+static int merge_cmd_run(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "host-data", required_argument, NULL, 'H' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "zstd", no_argument, NULL, 'z' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct merge_options o = { 0 };
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "H:o:zh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'H': o.host_data = optarg; break;
+		case 'o': o.output = optarg; break;
+		case 'z': o.zstd_level = 3; break;
+		case 'h': cmd_usage(&cmd_merge, 0); return 0;
+		default: cmd_usage(&cmd_merge, 1); return 2;
+		}
+	}
+	if (optind != argc - 1 || !o.output) {
+		log_error("merge needs one SESSION_DIR and -o OUT (see trace-collector merge --help)");
+		return 2;
+	}
+	o.session_dir = argv[optind];
+	return merge_run(&o) < 0 ? 1 : 0;
+}
+
+const struct cmd_entry cmd_merge = {
+	.name = "merge",
+	.summary = "merge a session dir into one perf.data (offline, recovery)",
+	.usage = "SESSION_DIR [--host-data FILE] -o OUT [-z]",
+	.run = merge_cmd_run,
+};

@@ -1,0 +1,595 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The guest side of the merge: session.ini, the guest's metadata files, and one page walker
+ * per vCPU spool. Everything here came from the guest and is validated before use. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "marker.h"
+#include "merge.h"
+#include "util.h"
+
+#define INI_MAX (64u << 10)
+#define META_MAX (16u << 20)
+#define MACHINE_PID_STAND_IN 4194305u /* above PID_MAX_LIMIT: never a real host pid */
+
+/* Value of key in key=value text, copied into buf; -ENOENT when absent. */
+static int ini_get(const char *text, const char *key, char *buf, size_t len)
+{
+	size_t kl = strlen(key);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n');
+		size_t vl;
+
+		if (strncmp(l, key, kl) || l[kl] != '=')
+			continue;
+		vl = (size_t)((end ? end : l + strlen(l)) - (l + kl + 1));
+		if (vl >= len)
+			return -ENAMETOOLONG;
+		memcpy(buf, l + kl + 1, vl);
+		buf[vl] = '\0';
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int ini_u64(const char *text, const char *key, uint64_t max, uint64_t *ret)
+{
+	char v[32];
+	int r = ini_get(text, key, v, sizeof(v));
+
+	return r < 0 ? r : util_parse_u64(v, max, ret);
+}
+
+static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t whylen)
+{
+	_cleanup_free_ char *ini = NULL;
+	uint64_t ncpus, ps, pid = 0;
+
+	if (util_read_file_at(dfd, "session.ini", INI_MAX, &ini, NULL) < 0) {
+		snprintf(why, whylen, "no readable session.ini");
+		return -ENOENT;
+	}
+	if (ini_u64(ini, "ncpus", MERGE_MAX_CPUS, &ncpus) < 0 || ncpus == 0 ||
+	    ini_u64(ini, "page_size", VT_MARKER_MAX_PAGE, &ps) < 0 || ps < VT_MARKER_MIN_PAGE ||
+	    ini_u64(ini, "session_id", UINT64_MAX, &g->session_id) < 0) {
+		snprintf(why, whylen, "session.ini lacks a valid ncpus (1..%u), page_size or session_id",
+			 MERGE_MAX_CPUS);
+		return -EBADMSG;
+	}
+	(void)ini_u64(ini, "qemu_pid", INT32_MAX, &pid);
+	g->ncpus = (uint32_t)ncpus;
+	g->page_size = (uint32_t)ps;
+	g->machine_pid = pid ? pid : MACHINE_PID_STAND_IN;
+	g->machine_pid_stand_in = pid == 0;
+	g->session_read = true;
+	if (ini_get(ini, "host_data", g->host_data, sizeof(g->host_data)) < 0)
+		g->host_data[0] = '\0';
+	return 0;
+}
+
+static int load_layout(struct merge_guest *g, int dfd, char *why, size_t whylen)
+{
+	if (util_read_file_at(dfd, "guest/events/header_page", META_MAX, &g->header_page, &g->hp_len) < 0 ||
+	    util_read_file_at(dfd, "guest/events/header_event", META_MAX, &g->header_event, &g->he_len) < 0) {
+		snprintf(why, whylen, "guest/events/header_page or header_event is missing");
+		return -ENOENT;
+	}
+	if (ftrace_page_layout_parse(g->header_page, g->hp_len, g->header_event, g->he_len, &g->layout) < 0) {
+		snprintf(why, whylen, "guest/events/header_page or header_event is malformed");
+		return -EBADMSG;
+	}
+	if (g->layout.page_size != g->page_size) {
+		snprintf(why, whylen, "guest header_page describes %u-byte pages, session.ini says %u",
+			 g->layout.page_size, g->page_size);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static void event_fields(struct guest_event *e)
+{
+	static const char *const names[2][2] = { { "prev_comm", "prev_pid" }, { "next_comm", "next_pid" } };
+
+	for (int i = 0; i < 2; i++) {
+		e->comm[i] = tep_format_field(&e->fmt, names[i][0]);
+		e->pid[i] = tep_format_field(&e->fmt, names[i][1]);
+	}
+	if (!e->comm[0] || !e->pid[0]) {
+		e->comm[0] = tep_format_field(&e->fmt, "comm");
+		e->pid[0] = tep_format_field(&e->fmt, "pid");
+	}
+	for (int i = 0; i < 2; i++)
+		if (!e->comm[i] || !e->pid[i] || e->comm[i]->size != 16 || e->pid[i]->size != 4)
+			e->comm[i] = e->pid[i] = NULL;
+}
+
+static int add_format(struct merge_guest *g, int dfd, const char *sys, const char *ev)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[4 * TEP_FORMAT_MAX_NAME];
+	struct guest_event *e;
+	const struct tep_format_field *cp;
+	size_t len;
+
+	snprintf(path, sizeof(path), "guest/events/%s/%s/format", sys, ev);
+	if (g->n_events >= MERGE_MAX_EVENTS || util_read_file_at(dfd, path, TEP_FORMAT_MAX_TEXT, &text, &len) < 0)
+		return -EBADMSG;
+	e = &g->events[g->n_events];
+	memset(e, 0, sizeof(*e));
+	if (tep_format_parse(text, len, &e->fmt) < 0 || strcmp(e->fmt.name, ev) || g->by_id[e->fmt.id] >= 0)
+		return -EBADMSG;
+	cp = tep_format_field(&e->fmt, "common_pid");
+	if (!cp || cp->size != 4 || cp->offset + 4 > 64)
+		return -EBADMSG;
+	snprintf(e->sys, sizeof(e->sys), "%s", sys);
+	e->text = TAKE_PTR(text);
+	e->text_len = len;
+	event_fields(e);
+	g->by_id[e->fmt.id] = (int32_t)g->n_events++;
+	return 0;
+}
+
+static int load_system(struct merge_guest *g, int dfd, const char *sys)
+{
+	char path[2 * TEP_FORMAT_MAX_NAME];
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	snprintf(path, sizeof(path), "guest/events/%s", sys);
+	fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		size_t nl = strlen(de->d_name);
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (nl >= TEP_FORMAT_MAX_NAME || !util_safe_name(de->d_name, nl) ||
+		    add_format(g, dfd, sys, de->d_name) < 0)
+			g->loss.dropped_formats++;
+	}
+	closedir(d);
+	return 0;
+}
+
+static int load_formats(struct merge_guest *g, int dfd)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd = openat(dfd, "guest/events", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+
+	g->events = calloc(MERGE_MAX_EVENTS, sizeof(*g->events));
+	g->by_id = malloc(65536 * sizeof(*g->by_id));
+	if (!g->events || !g->by_id) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOMEM;
+	}
+	memset(g->by_id, 0xff, 65536 * sizeof(*g->by_id));
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOENT;
+	}
+	while ((de = readdir(d))) {
+		size_t nl = strlen(de->d_name);
+
+		if (de->d_name[0] == '.' || !strncmp(de->d_name, "header_", 7))
+			continue;
+		if (nl >= TEP_FORMAT_MAX_NAME - 8 || !util_safe_name(de->d_name, nl))
+			g->loss.dropped_formats++;
+		else
+			load_system(g, dfd, de->d_name);
+	}
+	closedir(d);
+	return 0;
+}
+
+static struct guest_task *task_slot(struct merge_guest *g, int32_t pid)
+{
+	uint32_t h = ((uint32_t)pid * 2654435761u) % (2 * MERGE_MAX_TASKS);
+
+	for (;; h = (h + 1) % (2 * MERGE_MAX_TASKS)) {
+		struct guest_task *t = &g->tasks[h];
+
+		if (t->comm[0] == '\0' || t->pid == pid)
+			return t;
+	}
+}
+
+/* Records a task name (first name seen wins; bounded; names cleaned to printable). */
+static void task_learn(struct merge_guest *g, int32_t pid, const char *comm, size_t len)
+{
+	struct guest_task *t;
+	size_t n = 0;
+
+	if (pid < 0 || !g->tasks)
+		return;
+	t = task_slot(g, pid);
+	if (t->comm[0] || g->n_tasks >= MERGE_MAX_TASKS)
+		return;
+	for (; n < len && n < sizeof(t->comm) - 1 && comm[n]; n++)
+		t->comm[n] = (comm[n] >= 0x20 && comm[n] < 0x7f) ? comm[n] : '?';
+	if (!n)
+		return;
+	t->comm[n] = '\0';
+	t->pid = pid;
+	g->n_tasks++;
+}
+
+static void load_cmdlines(struct merge_guest *g, int dfd)
+{
+	_cleanup_free_ char *text = NULL;
+	char *save = NULL;
+
+	g->tasks = calloc(2 * MERGE_MAX_TASKS, sizeof(*g->tasks));
+	if (!g->tasks || util_read_file_at(dfd, "guest/saved_cmdlines", META_MAX, &text, NULL) < 0)
+		return;
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *sp = strchr(l, ' ');
+		uint64_t pid;
+
+		if (!sp)
+			continue;
+		*sp = '\0';
+		if (util_parse_u64(l, INT32_MAX, &pid) == 0)
+			task_learn(g, (int32_t)pid, sp + 1, strlen(sp + 1));
+	}
+}
+
+/* Finds this session's begin marker anywhere in the spool (stale bytes may precede it). */
+static int find_begin(struct merge_guest *g, struct guest_cpu *c, uint64_t size)
+{
+	static const uint64_t pat[2] = { VT_MARKER_MAGIC, VT_MARKER_COMMIT };
+	_cleanup_free_ uint8_t *buf = malloc(1u << 20);
+	uint64_t off = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (off < size) {
+		ssize_t n = pread(c->fd, buf, 1u << 20, (off_t)off);
+		const uint8_t *p = buf;
+		struct vt_marker m;
+
+		if (n <= 0)
+			return -ENOENT;
+		while ((p = memmem(p, (size_t)(buf + n - p), pat, sizeof(pat)))) {
+			uint64_t at = off + (uint64_t)(p - buf);
+
+			if (at + g->page_size <= size && pread(c->fd, c->page, g->page_size, (off_t)at) == g->page_size &&
+			    vt_marker_decode(c->page, g->page_size, &m) == 1 && m.kind == VT_MARKER_BEGIN &&
+			    m.session_id == g->session_id && m.cpu == c->cpu) {
+				g->loss.stale_bytes += at;
+				c->data_off = at + g->page_size;
+				return 0;
+			}
+			p++;
+		}
+		if ((size_t)n < sizeof(pat))
+			return -ENOENT;
+		off += (uint64_t)n - (sizeof(pat) - 1);
+	}
+	return -ENOENT;
+}
+
+static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
+{
+	char name[32];
+	struct stat st;
+
+	snprintf(name, sizeof(name), "cpu%u.spool", c->cpu);
+	c->page = malloc(g->page_size);
+	if (!c->page)
+		return -ENOMEM;
+	c->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (c->fd < 0 || fstat(c->fd, &st) < 0 || find_begin(g, c, (uint64_t)st.st_size) < 0)
+		return -ENOENT;
+	c->data_end = c->data_off + ((uint64_t)st.st_size - c->data_off) / g->page_size * g->page_size;
+	c->pos = c->data_off;
+	return 0;
+}
+
+static void load_clock(struct merge_guest *g, int dfd)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+
+	if (util_read_file_at(dfd, "clock.ini", INI_MAX, &text, &len) < 0)
+		return;
+	if (clock_apply_parse(text, len, &g->clock) == 0 && g->clock.n > 0)
+		g->clock_aligned = true;
+}
+
+int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t whylen)
+{
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r;
+
+	if (dfd < 0) {
+		snprintf(why, whylen, "cannot open the session dir: %s", strerror(errno));
+		return -errno;
+	}
+	if ((r = load_session_ini(g, dfd, why, whylen)) < 0 || (r = load_layout(g, dfd, why, whylen)) < 0)
+		return r;
+	if ((r = load_formats(g, dfd)) < 0) {
+		snprintf(why, whylen, "no guest/events directory of event formats");
+		return r;
+	}
+	load_cmdlines(g, dfd);
+	load_clock(g, dfd);
+	g->cpus = calloc(g->ncpus, sizeof(*g->cpus));
+	if (!g->cpus)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < g->ncpus; i++) {
+		g->cpus[i].cpu = i;
+		g->cpus[i].fd = -1;
+		if (open_cpu(g, dfd, &g->cpus[i]) < 0) {
+			g->loss.dropped_cpus++;
+			g->cpus[i].data_end = g->cpus[i].pos = 0;
+		}
+	}
+	g->present = true;
+	return 0;
+}
+
+int merge_guest_remap(struct merge_guest *g, const uint8_t *used)
+{
+	uint32_t next = 65535;
+
+	for (size_t i = 0; i < g->n_events; i++) {
+		struct guest_event *e = &g->events[i];
+		char *text;
+		size_t len;
+		int r;
+
+		while (next > 0 && (used[next / 8] & (1u << (next % 8))))
+			next--;
+		if (next == 0)
+			return -ENOSPC;
+		e->new_id = next--;
+		if ((r = tep_format_set_id(e->text, e->text_len, &e->fmt, e->new_id, &text, &len)) < 0)
+			return r;
+		free(e->text);
+		e->text = text;
+		e->text_len = len;
+	}
+	return 0;
+}
+
+/* Loads the next ring page of c; false at the end marker or the end of the spool. */
+static bool next_page(struct merge_guest *g, struct guest_cpu *c)
+{
+	while (!c->have_end && c->pos + g->page_size <= c->data_end) {
+		struct vt_marker m;
+		uint64_t at = c->pos;
+		int r;
+
+		c->pos += g->page_size;
+		if (pread(c->fd, c->page, g->page_size, (off_t)at) != g->page_size) {
+			g->loss.damaged_pages++;
+			return false;
+		}
+		r = vt_marker_decode(c->page, g->page_size, &m);
+		if (r == 1 && m.kind == VT_MARKER_END && m.session_id == g->session_id) {
+			c->have_end = true;
+			c->pages_sent = m.stats.pages_sent;
+			return false;
+		}
+		if (r != 0 || ftrace_page_begin(&c->it, &g->layout, c->page, g->page_size) < 0) {
+			g->loss.damaged_pages++;
+			c->pages_bad++;
+			continue;
+		}
+		c->pages_read++;
+		if (c->it.missed) {
+			g->loss.ring_missed_pages++;
+			c->pending_lost = c->it.lost_known && c->it.lost ? c->it.lost : 1;
+			if (c->it.lost_known)
+				g->loss.ring_lost_events += c->it.lost;
+			c->lost_ts = c->it.ts;
+		}
+		return true;
+	}
+	return false;
+}
+
+static bool dyn_ok(const struct tep_format_field *f, const struct ftrace_event *ev)
+{
+	uint32_t v, off, len;
+
+	if (f->size != 4 || f->offset + 4 > ev->len)
+		return false;
+	memcpy(&v, ev->data + f->offset, 4);
+	off = v & 0xffff;
+	len = v >> 16;
+	if (f->dyn == 2)
+		off += f->offset + 4;
+	return off <= ev->len && len <= ev->len - off;
+}
+
+/* The event's fields lie inside it; its id is known. Returns the event index or -1. */
+static int event_check(struct merge_guest *g, const struct ftrace_event *ev)
+{
+	const struct guest_event *e;
+	uint16_t id;
+	int32_t idx;
+
+	if (ev->len < 8) {
+		g->loss.bad_events++;
+		return -1;
+	}
+	memcpy(&id, ev->data, 2);
+	idx = g->by_id[id];
+	if (idx < 0) {
+		g->loss.unknown_event_ids++;
+		return -1;
+	}
+	if (ev->len > 65000) {
+		g->loss.oversized_events++;
+		return -1;
+	}
+	e = &g->events[idx];
+	for (size_t i = 0; i < e->fmt.n_fields; i++) {
+		const struct tep_format_field *f = &e->fmt.fields[i];
+
+		if (f->offset + f->size > ev->len || (f->dyn && !dyn_ok(f, ev))) {
+			g->loss.bad_events++;
+			return -1;
+		}
+	}
+	return idx;
+}
+
+static uint64_t guest_time(const struct merge_guest *g, struct guest_cpu *c, uint64_t raw)
+{
+	uint64_t t = clock_apply(&g->clock, raw);
+
+	if (t == 0)
+		t = 1;
+	if (t < c->last_ts)
+		t = c->last_ts; /* a clock segment boundary never moves a CPU backwards */
+	c->last_ts = t;
+	return t;
+}
+
+static bool peek_event(struct merge_guest *g, struct guest_cpu *c)
+{
+	for (;;) {
+		struct ftrace_event ev;
+		int r;
+
+		if (!c->in_page) {
+			if (!next_page(g, c))
+				return false;
+			c->in_page = true;
+			if (c->pending_lost) {
+				c->lost_ts = guest_time(g, c, MAX(c->lost_ts, c->last_raw_ts));
+				return true;
+			}
+		}
+		r = ftrace_page_next(&c->it, &ev);
+		if (r <= 0) {
+			if (r < 0)
+				g->loss.bad_events++; /* the rest of this page is unreadable */
+			c->in_page = false;
+			continue;
+		}
+		if (ev.ts < c->last_raw_ts) {
+			g->loss.backwards_ts++;
+			continue;
+		}
+		if (event_check(g, &ev) < 0)
+			continue;
+		c->last_raw_ts = ev.ts;
+		c->head = ev;
+		c->head_ts = guest_time(g, c, ev.ts);
+		c->head_valid = true;
+		return true;
+	}
+}
+
+bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c)
+{
+	if (c->head_valid || c->pending_lost)
+		return true;
+	if (c->fd < 0)
+		return false;
+	if (peek_event(g, c))
+		return true;
+	if (!c->final_lost_done) {
+		c->final_lost_done = true;
+		if (c->have_end && c->pages_sent > c->pages_read + c->pages_bad) {
+			uint64_t missing = c->pages_sent - c->pages_read - c->pages_bad;
+			uint64_t per_page = c->pages_read ? MAX(c->events / c->pages_read, 1) : 1;
+
+			g->loss.transport_missing_pages += missing;
+			c->pending_lost = missing * per_page;
+			c->lost_ts = c->last_ts ? c->last_ts : 1;
+			return true;
+		}
+	}
+	return false;
+}
+
+int merge_guest_rewind(struct merge_guest *g)
+{
+	struct merge_losses keep = g->loss;
+
+	/* the walk counts again; what loading found stays */
+	memset(&g->loss, 0, sizeof(g->loss));
+	g->loss.dropped_formats = keep.dropped_formats;
+	g->loss.dropped_cpus = keep.dropped_cpus;
+	g->loss.stale_bytes = keep.stale_bytes;
+	for (uint32_t i = 0; i < g->ncpus; i++) {
+		struct guest_cpu *c = &g->cpus[i];
+
+		c->pos = c->data_off;
+		c->have_end = c->in_page = c->head_valid = c->final_lost_done = false;
+		c->pages_read = c->pages_bad = c->last_raw_ts = c->last_ts = c->pending_lost = c->events = 0;
+	}
+	return 0;
+}
+
+static void scan_event(struct merge_guest *g, const struct ftrace_event *ev)
+{
+	uint16_t id;
+	const struct guest_event *e;
+
+	memcpy(&id, ev->data, 2);
+	e = &g->events[g->by_id[id]];
+	for (int i = 0; i < 2; i++) {
+		int32_t pid;
+
+		if (!e->comm[i])
+			continue;
+		memcpy(&pid, ev->data + e->pid[i]->offset, 4);
+		task_learn(g, pid, (const char *)ev->data + e->comm[i]->offset, 16);
+	}
+}
+
+int merge_guest_scan(struct merge_guest *g)
+{
+	for (uint32_t i = 0; i < g->ncpus; i++) {
+		struct guest_cpu *c = &g->cpus[i];
+
+		while (merge_guest_peek(g, c)) {
+			if (c->head_valid)
+				scan_event(g, &c->head), c->events++;
+			c->head_valid = false;
+			c->pending_lost = 0;
+		}
+	}
+	return merge_guest_rewind(g);
+}
+
+void merge_guest_free(struct merge_guest *g)
+{
+	if (!g)
+		return;
+	for (uint32_t i = 0; g->cpus && i < g->ncpus; i++) {
+		if (g->cpus[i].fd >= 0)
+			close(g->cpus[i].fd);
+		free(g->cpus[i].page);
+	}
+	for (size_t i = 0; g->events && i < g->n_events; i++)
+		free(g->events[i].text);
+	free(g->cpus);
+	free(g->events);
+	free(g->by_id);
+	free(g->tasks);
+	free(g->header_page);
+	free(g->header_event);
+	clock_apply_free(&g->clock);
+	memset(g, 0, sizeof(*g));
+}

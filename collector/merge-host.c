@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The host perf.data side of the merge: attrs (IDENTIFIER added where missing), records
+ * patched to carry it, and a time-ordered stream rebuilt from perf's FINISHED_ROUND rounds. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "merge.h"
+#include "perf_reader.h"
+#include "util.h"
+
+static int host_attrs(struct merge_host *h, char *err, size_t errlen)
+{
+	bool all_ident = true;
+
+	h->n_attrs = perf_reader_n_attrs(h->r);
+	if (h->n_attrs == 0) {
+		snprintf(err, errlen, "it has no event attributes");
+		return -EBADMSG;
+	}
+	h->attrs = calloc(h->n_attrs, sizeof(*h->attrs));
+	h->samples_by_attr = calloc(h->n_attrs, sizeof(uint64_t));
+	if (!h->attrs || !h->samples_by_attr)
+		return -ENOMEM;
+	for (size_t i = 0; i < h->n_attrs; i++) {
+		const struct perf_attr_ids *a = perf_reader_attr(h->r, i);
+
+		h->attrs[i].attr = a->attr;
+		h->attrs[i].n_ids = a->n_ids;
+		h->attrs[i].ids = calloc(a->n_ids + 1, 8);
+		if (!h->attrs[i].ids)
+			return -ENOMEM;
+		memcpy(h->attrs[i].ids, a->ids, a->n_ids * 8);
+		for (size_t k = 0; k < a->n_ids; k++)
+			h->max_id = MAX(h->max_id, a->ids[k]);
+		if (!(a->attr.sample_type & PERF_SAMPLE_IDENTIFIER))
+			all_ident = false;
+		if (!(a->attr.sample_type & PERF_SAMPLE_TIME) || !a->attr.sample_id_all) {
+			snprintf(err, errlen, "event %zu was recorded without timestamps or sample_id_all; "
+				 "record the host with 'perf record' defaults", i);
+			return -EBADMSG;
+		}
+	}
+	if (!all_ident && h->n_attrs > 1) {
+		snprintf(err, errlen, "it has several events without PERF_SAMPLE_IDENTIFIER; "
+			 "record with 'perf record --sample-identifier'");
+		return -EBADMSG;
+	}
+	if (!all_ident) {
+		struct perf_attr_ids *a = &h->attrs[0];
+
+		h->patch_identifier = true;
+		if (a->n_ids == 0)
+			a->ids[a->n_ids++] = ++h->max_id;
+		h->patch_id = a->ids[0];
+		a->attr.sample_type |= PERF_SAMPLE_IDENTIFIER;
+	}
+	return 0;
+}
+
+int merge_host_open(struct merge_host *h, const char *path, char *err, size_t errlen)
+{
+	char rerr[200] = "";
+	int r = perf_reader_open(path, &h->r, rerr, sizeof(rerr));
+
+	if (r < 0) {
+		snprintf(err, errlen, "%s", rerr);
+		return r;
+	}
+	h->present = true;
+	return host_attrs(h, err, errlen);
+}
+
+static int attr_by_id(const struct merge_host *h, uint64_t id)
+{
+	for (size_t i = 0; i < h->n_attrs; i++)
+		for (size_t k = 0; k < h->attrs[i].n_ids; k++)
+			if (h->attrs[i].ids[k] == id)
+				return (int)i;
+	return -1;
+}
+
+/* Time of a kernel record (sample or sample_id_all trailer), in its original layout. */
+static int record_time(struct merge_host *h, const struct perf_event_header *e, int *ret_attr,
+		       uint64_t *ret_ts)
+{
+	const uint8_t *p = (const uint8_t *)e;
+	const struct perf_event_attr *a;
+	uint64_t st, id;
+	size_t off;
+	int ai = 0;
+
+	if (!h->patch_identifier) {
+		if (e->size < 16)
+			return -EBADMSG;
+		memcpy(&id, e->type == PERF_RECORD_SAMPLE ? p + 8 : p + e->size - 8, 8);
+		if ((ai = attr_by_id(h, id)) < 0)
+			return -ENOENT;
+	}
+	a = &perf_reader_attr(h->r, (size_t)ai)->attr;
+	st = a->sample_type;
+	if (e->type == PERF_RECORD_SAMPLE) {
+		off = 8 + !!(st & PERF_SAMPLE_IDENTIFIER) * 8 + !!(st & PERF_SAMPLE_IP) * 8 +
+		      !!(st & PERF_SAMPLE_TID) * 8;
+	} else {
+		off = e->size - (!!(st & PERF_SAMPLE_IDENTIFIER) + !!(st & PERF_SAMPLE_CPU) +
+				 !!(st & PERF_SAMPLE_STREAM_ID) + !!(st & PERF_SAMPLE_ID) + 1) * 8;
+		if (e->size < 8 + 8 * (unsigned)__builtin_popcountll(st & 0x2c6) + 8 * !!(st & PERF_SAMPLE_IDENTIFIER))
+			return -EBADMSG;
+	}
+	if (off + 8 > e->size)
+		return -EBADMSG;
+	memcpy(ret_ts, p + off, 8);
+	*ret_attr = ai;
+	return 0;
+}
+
+/* A queued copy, with the IDENTIFIER inserted/appended when the host file lacked it. */
+static struct host_rec *host_copy(struct merge_host *h, const struct perf_event_header *e, uint64_t ts)
+{
+	bool patch = h->patch_identifier && e->type < PERF_REC_USER_START;
+	struct host_rec *q = malloc(sizeof(*q) + e->size + 8);
+	struct perf_event_header nh = *e;
+
+	if (!q)
+		return NULL;
+	q->ts = ts;
+	q->seq = h->seq++;
+	if (!patch) {
+		memcpy(q->data, e, e->size);
+	} else if (e->type == PERF_RECORD_SAMPLE) {
+		nh.size += 8;
+		memcpy(q->data, &nh, 8);
+		memcpy(q->data + 8, &h->patch_id, 8);
+		memcpy(q->data + 16, (const uint8_t *)e + 8, e->size - 8u);
+	} else {
+		nh.size += 8;
+		memcpy(q->data, e, e->size);
+		memcpy(q->data, &nh, 8);
+		memcpy(q->data + e->size, &h->patch_id, 8);
+	}
+	q->len = nh.size;
+	return q;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct host_rec *x = *(struct host_rec *const *)a, *y = *(struct host_rec *const *)b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int queue_push(struct merge_host *h, struct host_rec *q)
+{
+	if (h->qn == h->qcap) {
+		size_t cap = h->qcap ? h->qcap * 2 : 4096;
+		struct host_rec **n = realloc(h->q, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		h->q = n;
+		h->qcap = cap;
+	}
+	h->q[h->qn++] = q;
+	return 0;
+}
+
+/* Releases queued records with ts <= limit: sorts them to the front; returns how many. */
+static size_t queue_release(struct merge_host *h, uint64_t limit)
+{
+	size_t k = 0;
+
+	qsort(h->q, h->qn, sizeof(*h->q), cmp_rec);
+	while (k < h->qn && h->q[k]->ts <= limit)
+		k++;
+	return k;
+}
+
+
+static int host_read_one(struct merge_host *h, struct host_rec **ret_imm)
+{
+	const struct perf_event_header *e;
+	uint64_t ts = 0;
+	int ai = 0, r = perf_reader_next(h->r, &e);
+
+	if (r <= 0) {
+		if (r < 0)
+			snprintf(h->err, sizeof(h->err), "%s", perf_reader_error(h->r));
+		return r;
+	}
+	h->records++;
+	if (e->type == PERF_REC_FINISHED_ROUND) {
+		uint64_t limit = h->max_ts_prev_round;
+
+		h->max_ts_prev_round = h->max_ts;
+		h->qhead = 0;
+		h->qready = queue_release(h, limit);
+		return 1;
+	}
+	if (e->type < PERF_REC_USER_START && (r = record_time(h, e, &ai, &ts)) == -ENOENT &&
+	    e->type != PERF_RECORD_SAMPLE) {
+		ts = 0; /* synthesized records carry id 0: written in file order, like perf does */
+	} else if (e->type < PERF_REC_USER_START && r < 0) {
+		snprintf(h->err, sizeof(h->err), "record %llu (type %u) has no usable sample id or time",
+			 (unsigned long long)h->records, e->type);
+		return r;
+	}
+	if (e->type == PERF_RECORD_SAMPLE)
+		h->samples++, h->samples_by_attr[ai]++;
+	if (!(*ret_imm = host_copy(h, e, ts)))
+		return -ENOMEM;
+	if (e->type >= PERF_REC_USER_START || ts == 0)
+		return 1;
+	h->max_ts = MAX(h->max_ts, ts);
+	r = queue_push(h, *ret_imm);
+	*ret_imm = NULL;
+	return r < 0 ? r : 1;
+}
+
+int merge_host_peek(struct merge_host *h, struct host_rec **ret, bool *ret_immediate)
+{
+	if (h->imm) {
+		*ret = h->imm, *ret_immediate = true;
+		return 1;
+	}
+	while (h->qhead == h->qready) {
+		int r;
+
+		if (h->qhead) { /* drop the consumed prefix */
+			memmove(h->q, h->q + h->qhead, (h->qn - h->qhead) * sizeof(*h->q));
+			h->qn -= h->qhead;
+			h->qhead = h->qready = 0;
+		}
+		if (h->eof) {
+			if (!h->qn)
+				return 0;
+			h->qready = queue_release(h, UINT64_MAX);
+			break;
+		}
+		r = host_read_one(h, &h->imm);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			h->eof = true;
+		if (h->imm) {
+			*ret = h->imm, *ret_immediate = true;
+			return 1;
+		}
+	}
+	*ret = h->q[h->qhead];
+	*ret_immediate = false;
+	return 1;
+}
+
+void merge_host_take(struct merge_host *h)
+{
+	if (h->imm)
+		h->imm = NULL;
+	else if (h->qhead < h->qready)
+		h->qhead++;
+}
+
+void merge_host_free(struct merge_host *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; i < h->n_attrs && h->attrs; i++)
+		free(h->attrs[i].ids);
+	free(h->attrs);
+	free(h->samples_by_attr);
+	for (size_t i = 0; i < h->qn; i++)
+		if (i >= h->qhead)
+			free(h->q[i]);
+	free(h->q);
+	free(h->imm);
+	perf_reader_free(h->r);
+	memset(h, 0, sizeof(*h));
+}

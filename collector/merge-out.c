@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "merge-out.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf_reader.h"
+#include "perf_writer.h"
+#include "util.h"
+
+#define ID_INDEX_MAX_PER_RECORD 1300 /* 16 + n * 48 must fit a u16 record size */
+#define KERNEL_TEXT 0xffffffff81000000ull
+
+static void used_set(struct merge_ctx *m, uint64_t id)
+{
+	if (id < 65536)
+		m->used[id / 8] |= (uint8_t)(1u << (id % 8));
+}
+
+static int used_from_format(const char *sys, const struct td_text *t, void *ud)
+{
+	const char *p = strstr(t->data, "\nID: ");
+
+	if (!strncmp(t->data, "ID: ", 4))
+		p = t->data - 1;
+	if (p)
+		used_set(ud, strtoull(p + 5, NULL, 10));
+	return 0;
+}
+
+void merge_out_used_ids(struct merge_ctx *m)
+{
+	used_set(m, 0);
+	if (m->have_td)
+		tracing_data_for_each(&m->td, used_from_format, m);
+	for (size_t i = 0; m->host.present && i < m->host.n_attrs; i++)
+		if (m->host.attrs[i].attr.type == PERF_TYPE_TRACEPOINT)
+			used_set(m, m->host.attrs[i].attr.config);
+}
+
+static uint64_t guest_id(const struct merge_guest *g, size_t ev, uint32_t cpu)
+{
+	return g->id_base + ev * g->ncpus + cpu;
+}
+
+int merge_out_attrs(struct merge_ctx *m)
+{
+	struct merge_guest *g = &m->guest;
+	size_t nh = m->host.present ? m->host.n_attrs : 0, ng = g->present ? g->n_events : 0;
+
+	m->attrs = calloc(nh + ng + 1, sizeof(*m->attrs));
+	if (!m->attrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < nh; i++)
+		m->attrs[i] = m->host.attrs[i];
+	g->id_base = (m->host.present ? m->host.max_id : 0) + 1;
+	for (size_t e = 0; e < ng; e++) {
+		struct perf_attr_ids *a = &m->attrs[nh + e];
+
+		a->attr.type = PERF_TYPE_TRACEPOINT;
+		a->attr.size = PERF_ATTR_SIZE;
+		a->attr.config = g->events[e].new_id;
+		a->attr.sample_period = 1;
+		a->attr.sample_type = MERGE_GUEST_SAMPLE_TYPE;
+		a->attr.read_format = nh ? m->host.attrs[0].attr.read_format : 0;
+		a->attr.sample_id_all = 1;
+		a->attr.exclude_host = 1;
+		a->ids = calloc(g->ncpus, 8);
+		if (!a->ids)
+			return -ENOMEM;
+		a->n_ids = g->ncpus;
+		for (uint32_t c = 0; c < g->ncpus; c++)
+			a->ids[c] = guest_id(g, e, c);
+	}
+	m->n_attrs = nh + ng;
+	return 0;
+}
+
+/* The sample_id_all trailer of guest non-sample records: TID, TIME, CPU, IDENTIFIER. */
+static size_t put_trailer(uint8_t *p, int32_t pid, uint64_t ts, uint32_t cpu, uint64_t id)
+{
+	uint32_t t[2] = { (uint32_t)pid, (uint32_t)pid }, c[2] = { cpu, 0 };
+
+	memcpy(p, t, 8);
+	memcpy(p + 8, &ts, 8);
+	memcpy(p + 16, c, 8);
+	memcpy(p + 24, &id, 8);
+	return 32;
+}
+
+static int out_index_chunk(struct merge_ctx *m, size_t from, size_t n)
+{
+	const struct merge_guest *g = &m->guest;
+	uint8_t *p = m->rec;
+	struct perf_event_header h = { .type = PERF_REC_ID_INDEX, .size = (uint16_t)(16 + n * 48) };
+	uint64_t nr = n;
+
+	memcpy(p, &h, 8);
+	memcpy(p + 8, &nr, 8);
+	for (size_t k = 0; k < n; k++) {
+		size_t i = from + k;
+		uint64_t vcpu = i % g->ncpus;
+		uint64_t e1[4] = { g->id_base + i, vcpu, (uint64_t)-1, (uint64_t)-1 };
+		uint64_t e2[2] = { g->machine_pid, vcpu };
+
+		memcpy(p + 16 + k * 32, e1, 32);
+		memcpy(p + 16 + n * 32 + k * 16, e2, 16);
+	}
+	return perf_writer_record(m->w, p);
+}
+
+static int out_kernel_mmap(struct merge_ctx *m)
+{
+	static const char name[] = "[kernel.kallsyms]_text";
+	size_t nl = ALIGN_UP(sizeof(name), 8);
+	uint8_t *p = m->rec;
+	struct perf_event_header h = { .type = PERF_RECORD_MMAP, .misc = PERF_RECORD_MISC_KERNEL,
+				       .size = (uint16_t)(8 + 32 + nl + 32) };
+	uint32_t pt[2] = { (uint32_t)-1, 0 };
+	uint64_t v[3] = { KERNEL_TEXT, 0x1000000, KERNEL_TEXT };
+
+	memset(p, 0, h.size);
+	memcpy(p, &h, 8);
+	memcpy(p + 8, pt, 8);
+	memcpy(p + 16, v, 24);
+	memcpy(p + 40, name, sizeof(name));
+	put_trailer(p + 40 + nl, -1, 0, 0, m->guest.id_base);
+	return perf_writer_record(m->w, p);
+}
+
+int merge_out_guest_index(struct merge_ctx *m)
+{
+	const struct merge_guest *g = &m->guest;
+	size_t total = g->present ? g->n_events * g->ncpus : 0;
+	int r = 0;
+
+	m->index_done = true;
+	for (size_t i = 0; i < total && r >= 0; i += ID_INDEX_MAX_PER_RECORD)
+		r = out_index_chunk(m, i, MIN((size_t)ID_INDEX_MAX_PER_RECORD, total - i));
+	if (r >= 0 && !m->host.present && total)
+		r = out_kernel_mmap(m);
+	return r;
+}
+
+static int out_comm(struct merge_ctx *m, const struct guest_task *t, uint64_t ts)
+{
+	size_t cl = ALIGN_UP(strlen(t->comm) + 1, 8);
+	uint8_t *p = m->rec;
+	struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_GUEST_KERNEL,
+				       .size = (uint16_t)(16 + cl + 32) };
+	uint32_t pt[2] = { (uint32_t)t->pid, (uint32_t)t->pid };
+
+	memset(p, 0, h.size);
+	memcpy(p, &h, 8);
+	memcpy(p + 8, pt, 8);
+	memcpy(p + 16, t->comm, strlen(t->comm));
+	put_trailer(p + 16 + cl, t->pid, ts, 0, m->guest.id_base);
+	return perf_writer_record(m->w, p);
+}
+
+static int out_comms(struct merge_ctx *m, uint64_t ts)
+{
+	const struct merge_guest *g = &m->guest;
+	int r = 0;
+
+	m->comms_done = true;
+	for (size_t i = 0; g->tasks && i < 2 * MERGE_MAX_TASKS && r >= 0; i++)
+		if (g->tasks[i].comm[0])
+			r = out_comm(m, &g->tasks[i], ts);
+	return r;
+}
+
+static int out_lost(struct merge_ctx *m, struct guest_cpu *c)
+{
+	uint8_t *p = m->rec;
+	struct perf_event_header h = { .type = PERF_RECORD_LOST_SAMPLES, .misc = PERF_RECORD_MISC_GUEST_KERNEL,
+				       .size = 8 + 8 + 32 };
+
+	memcpy(p, &h, 8);
+	memcpy(p + 8, &c->pending_lost, 8);
+	put_trailer(p + 16, -1, c->lost_ts, c->cpu, guest_id(&m->guest, 0, c->cpu));
+	c->pending_lost = 0;
+	m->guest_lost_records++;
+	m->last_ts = MAX(m->last_ts, c->lost_ts);
+	return perf_writer_record(m->w, p);
+}
+
+static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
+{
+	struct merge_guest *g = &m->guest;
+	const struct ftrace_event *ev = &c->head;
+	uint16_t old_id;
+	int32_t idx, pid;
+	struct guest_event *e;
+	uint8_t *p = m->rec;
+	uint32_t raw_size = (uint32_t)ALIGN_UP(ev->len + 4, 8) - 4, cpu[2] = { c->cpu, 0 }, tid[2];
+	struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = PERF_RECORD_MISC_GUEST_KERNEL,
+				       .size = (uint16_t)(52 + raw_size) };
+	uint64_t id, period = 1;
+	uint16_t new_id;
+
+	memcpy(&old_id, ev->data, 2);
+	idx = g->by_id[old_id];
+	e = &g->events[idx];
+	memcpy(&pid, ev->data + tep_format_field(&e->fmt, "common_pid")->offset, 4);
+	tid[0] = tid[1] = (uint32_t)pid;
+	id = guest_id(g, (size_t)idx, c->cpu);
+	memset(p, 0, h.size);
+	memcpy(p, &h, 8);
+	memcpy(p + 8, &id, 8);
+	memcpy(p + 16, tid, 8);
+	memcpy(p + 24, &c->head_ts, 8);
+	memcpy(p + 32, cpu, 8);
+	memcpy(p + 40, &period, 8);
+	memcpy(p + 48, &raw_size, 4);
+	memcpy(p + 52, ev->data, ev->len);
+	new_id = (uint16_t)e->new_id;
+	memcpy(p + 52, &new_id, 2); /* common_type: offset 0, size 2 (checked at load) */
+	e->count++;
+	c->events++;
+	m->guest_samples++;
+	m->first_sample = MIN(m->first_sample, c->head_ts);
+	m->last_sample = MAX(m->last_sample, c->head_ts);
+	m->last_ts = MAX(m->last_ts, c->head_ts);
+	c->head_valid = false;
+	return perf_writer_record(m->w, p);
+}
+
+int merge_out_guest(struct merge_ctx *m, struct guest_cpu *c)
+{
+	int r;
+
+	if (c->pending_lost)
+		r = out_lost(m, c);
+	else if (!m->comms_done && (r = out_comms(m, c->head_ts)) < 0)
+		return r;
+	else
+		r = out_sample(m, c);
+	if (r >= 0 && ++m->since_round >= 10000) {
+		static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
+
+		m->since_round = 0;
+		r = perf_writer_record(m->w, &round);
+	}
+	return r;
+}
+
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void buf_put(struct buf *b, const void *d, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = MAX(b->cap * 2, b->len + n + 1024);
+		uint8_t *np = realloc(b->p, cap);
+
+		if (!np) {
+			b->oom = true;
+			return;
+		}
+		b->p = np, b->cap = cap;
+	}
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+}
+
+/* perf_header_string: u32 len (strlen + 1 rounded up to 64), zero padded. */
+static void buf_string(struct buf *b, const char *s)
+{
+	static const uint8_t zero[64];
+	uint32_t n = (uint32_t)ALIGN_UP(strlen(s) + 1, 64);
+
+	buf_put(b, &n, 4);
+	buf_put(b, s, strlen(s));
+	buf_put(b, zero, n - strlen(s));
+}
+
+/* Names of the host's events, from its EVENT_DESC (bounds-checked); NULL entries when absent. */
+static char **host_names(struct merge_ctx *m)
+{
+	_cleanup_free_ uint8_t *d = NULL;
+	size_t len, off = 8, nh = m->host.present ? m->host.n_attrs : 0;
+	uint32_t nr, asz;
+	char **names = calloc(nh + 1, sizeof(*names));
+
+	if (!names || !nh || perf_reader_feature(m->host.r, PERF_FEAT_EVENT_DESC, &d, &len) < 0 || len < 8)
+		return names;
+	memcpy(&nr, d, 4);
+	memcpy(&asz, d + 4, 4);
+	for (uint32_t i = 0; i < nr && i < nh; i++) {
+		uint32_t nids, sl;
+
+		if (asz > len || off > len - asz - 8)
+			break;
+		off += asz;
+		memcpy(&nids, d + off, 4);
+		memcpy(&sl, d + off + 4, 4);
+		off += 8;
+		if (sl > len - off || (uint64_t)nids * 8 > len - off - sl)
+			break;
+		names[i] = strndup((const char *)d + off, sl);
+		off += sl + (size_t)nids * 8;
+	}
+	return names;
+}
+
+static int event_desc(struct merge_ctx *m, struct buf *b)
+{
+	char **names = host_names(m);
+	uint32_t nr = (uint32_t)m->n_attrs, asz = PERF_ATTR_SIZE;
+	size_t nh = m->host.present ? m->host.n_attrs : 0;
+
+	if (!names)
+		return -ENOMEM;
+	buf_put(b, &nr, 4);
+	buf_put(b, &asz, 4);
+	for (size_t i = 0; i < m->n_attrs; i++) {
+		const struct perf_attr_ids *a = &m->attrs[i];
+		uint32_t nids = (uint32_t)a->n_ids;
+		char name[2 * TEP_FORMAT_MAX_NAME + 16];
+
+		if (i < nh)
+			snprintf(name, sizeof(name), "%s", names[i] ? names[i] : "unknown");
+		else
+			snprintf(name, sizeof(name), "guest_%s:%s", m->guest.events[i - nh].sys,
+				 m->guest.events[i - nh].fmt.name);
+		buf_put(b, &a->attr, PERF_ATTR_SIZE);
+		buf_put(b, &nids, 4);
+		buf_string(b, name);
+		buf_put(b, a->ids, a->n_ids * 8);
+	}
+	for (size_t i = 0; i < nh; i++)
+		free(names[i]);
+	free(names);
+	return b->oom ? -ENOMEM : 0;
+}
+
+static void nrcpus(struct merge_ctx *m, uint32_t out[2])
+{
+	_cleanup_free_ uint8_t *d = NULL;
+	size_t len;
+
+	out[0] = out[1] = m->guest.present ? m->guest.ncpus : 1;
+	if (m->host.present && perf_reader_feature(m->host.r, PERF_FEAT_NRCPUS, &d, &len) == 0 && len >= 8) {
+		uint32_t h[2];
+
+		memcpy(h, d, 8);
+		out[0] = MAX(out[0], h[0]);
+		out[1] = MAX(out[1], h[1]);
+	}
+}
+
+static bool feature_rewritten(unsigned bit)
+{
+	return bit == PERF_FEAT_TRACING_DATA || bit == PERF_FEAT_EVENT_DESC || bit == PERF_FEAT_NRCPUS ||
+	       bit == PERF_FEAT_SAMPLE_TIME || bit == PERF_FEAT_COMPRESSED;
+}
+
+struct feats {
+	struct perf_writer_feature f[PERF_FEAT_BITS];
+	uint8_t *owned[PERF_FEAT_BITS];
+	size_t n;
+};
+
+static void feats_free(struct feats *fs)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		free(fs->owned[i]);
+}
+
+static int feats_add(struct feats *fs, unsigned bit, uint8_t *owned, const void *d, size_t len)
+{
+	fs->owned[fs->n] = owned;
+	fs->f[fs->n++] = (struct perf_writer_feature){ bit, d, len };
+	return 0;
+}
+
+static int feats_host(struct merge_ctx *m, struct feats *fs)
+{
+	for (unsigned bit = 0; m->host.present && bit < PERF_FEAT_BITS; bit++) {
+		uint8_t *d;
+		size_t len;
+
+		if (feature_rewritten(bit) || !perf_reader_has_feature(m->host.r, bit))
+			continue;
+		if (perf_reader_feature(m->host.r, bit, &d, &len) < 0)
+			continue; /* an unreadable optional section is left out */
+		feats_add(fs, bit, d, d, len);
+	}
+	return 0;
+}
+
+int merge_out_finish(struct merge_ctx *m)
+{
+	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
+	struct feats fs = { .n = 0 };
+	struct buf desc = { 0 };
+	uint8_t *td = NULL;
+	size_t td_len = 0;
+	uint32_t cpus[2];
+	uint64_t stime[2] = { m->first_sample, m->last_sample };
+	int r;
+
+	if ((r = perf_writer_record(m->w, &round)) < 0)
+		return r;
+	if (m->have_td && (r = tracing_data_build(&m->td, &td, &td_len)) < 0)
+		return r;
+	if (td)
+		feats_add(&fs, PERF_FEAT_TRACING_DATA, td, td, td_len);
+	if ((r = event_desc(m, &desc)) < 0) {
+		free(desc.p);
+		feats_free(&fs);
+		return r;
+	}
+	feats_add(&fs, PERF_FEAT_EVENT_DESC, desc.p, desc.p, desc.len);
+	nrcpus(m, cpus);
+	feats_add(&fs, PERF_FEAT_NRCPUS, NULL, cpus, sizeof(cpus));
+	if (m->first_sample != UINT64_MAX)
+		feats_add(&fs, PERF_FEAT_SAMPLE_TIME, NULL, stime, sizeof(stime));
+	feats_host(m, &fs);
+	r = perf_writer_finish(m->w, m->attrs, m->n_attrs, fs.f, fs.n);
+	feats_free(&fs);
+	return r;
+}
+
+void merge_out_free(struct merge_ctx *m)
+{
+	size_t nh = m->host.present ? m->host.n_attrs : 0;
+
+	for (size_t i = nh; m->attrs && i < m->n_attrs; i++)
+		free(m->attrs[i].ids);
+	free(m->attrs);
+	m->attrs = NULL;
+	tracing_data_free(&m->td);
+}

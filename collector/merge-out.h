@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The merge's output side: attrs, guest records (ID_INDEX, COMM, samples, LOST_SAMPLES) and the
+ * rewritten feature sections. Private to merge*.c. */
+#pragma once
+
+#include "merge.h"
+#include "tracing_data.h"
+
+struct merge_ctx {
+	struct merge_host host;
+	struct merge_guest guest;
+	struct perf_writer *w;
+	struct tracing_data td;
+	bool have_td;
+	uint8_t used[65536 / 8]; /* tracepoint ids taken by the host */
+	struct perf_attr_ids *attrs; /* host attrs (ids borrowed) then guest attrs (ids owned) */
+	size_t n_attrs;
+	uint64_t first_sample, last_sample, last_ts, since_round;
+	bool index_done, comms_done;
+	uint64_t guest_samples, guest_lost_records, host_written;
+	int zstd;
+	uint8_t rec[65536 + 64] __attribute__((aligned(8)));
+};
+
+void merge_out_used_ids(struct merge_ctx *m);
+int merge_out_attrs(struct merge_ctx *m);
+/* Guest ID_INDEX (and, guest only, the kernel MMAP perf expects). */
+int merge_out_guest_index(struct merge_ctx *m);
+/* Writes c's head: a LOST_SAMPLES or a sample (task COMMs go before the first sample). */
+int merge_out_guest(struct merge_ctx *m, struct guest_cpu *c);
+/* Final round marker, features, attrs, header. */
+int merge_out_finish(struct merge_ctx *m);
+void merge_out_free(struct merge_ctx *m);

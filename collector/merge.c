@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The merge: host records and per-vCPU guest events, k-way merged by time into one perf.data
+ * (docs/perf-data.md). Memory stays bounded: the host is buffered one perf round at a time,
+ * the guest one page per vCPU. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "log.h"
+#include "merge.h"
+#include "merge-out.h"
+#include "perf_reader.h"
+#include "perf_writer.h"
+#include "tracing_data.h"
+#include "util.h"
+
+#define ROUND_EVERY 10000
+
+static int host_path(const struct merge_options *o, const struct merge_guest *g, char *buf, size_t len)
+{
+	struct stat st;
+	char def[PATH_MAX];
+
+	if (o->host_data) {
+		snprintf(buf, len, "%s", o->host_data);
+		return 1;
+	}
+	if (g->host_data[0]) {
+		if (g->host_data[0] == '/')
+			snprintf(buf, len, "%s", g->host_data);
+		else if (snprintf(buf, len, "%s/%s", o->session_dir, g->host_data) >= (int)len)
+			return 0;
+		return 1;
+	}
+	if (snprintf(def, sizeof(def), "%s/host.data", o->session_dir) < (int)sizeof(def) && stat(def, &st) == 0) {
+		snprintf(buf, len, "%s", def);
+		return 1;
+	}
+	return 0;
+}
+
+/* Emits one record; counts timed ones and writes FINISHED_ROUND markers between them. */
+static int emit(struct merge_ctx *m, const void *rec, uint64_t ts)
+{
+	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
+	int r = perf_writer_record(m->w, rec);
+
+	if (r < 0 || ts == 0)
+		return r;
+	if (++m->since_round >= ROUND_EVERY) {
+		m->since_round = 0;
+		r = perf_writer_record(m->w, &round);
+	}
+	return r;
+}
+
+static int emit_host(struct merge_ctx *m, struct host_rec *q, bool immediate)
+{
+	const struct perf_event_header *h = (const void *)q->data;
+	int r = 0;
+
+	if (!m->index_done && h->type != PERF_REC_ID_INDEX && (r = merge_out_guest_index(m)) < 0)
+		return r;
+	if (!immediate) {
+		if (q->ts < m->last_ts)
+			m->host.out_of_order++;
+		m->last_ts = MAX(m->last_ts, q->ts);
+		if (h->type == PERF_RECORD_SAMPLE) {
+			m->first_sample = MIN(m->first_sample, q->ts);
+			m->last_sample = MAX(m->last_sample, q->ts);
+		}
+	}
+	m->host_written += h->type == PERF_RECORD_SAMPLE;
+	return emit(m, q->data, immediate ? 0 : q->ts);
+}
+
+/* The guest CPU whose head is earliest, or NULL. */
+static struct guest_cpu *guest_min(struct merge_ctx *m, uint64_t *ret_ts)
+{
+	struct guest_cpu *best = NULL;
+	uint64_t bt = UINT64_MAX;
+
+	for (uint32_t i = 0; m->guest.present && i < m->guest.ncpus; i++) {
+		struct guest_cpu *c = &m->guest.cpus[i];
+		uint64_t t;
+
+		if (!merge_guest_peek(&m->guest, c))
+			continue;
+		t = c->pending_lost ? c->lost_ts : c->head_ts;
+		if (t < bt)
+			bt = t, best = c;
+	}
+	*ret_ts = bt;
+	return best;
+}
+
+static int merge_loop(struct merge_ctx *m)
+{
+	for (;;) {
+		struct host_rec *q = NULL;
+		bool imm = false;
+		uint64_t gts;
+		struct guest_cpu *c;
+		int r = m->host.present ? merge_host_peek(&m->host, &q, &imm) : 0;
+
+		if (r < 0)
+			return r;
+		if (r > 0 && imm) {
+			merge_host_take(&m->host);
+			r = emit_host(m, q, true);
+			free(q);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		c = guest_min(m, &gts);
+		if (q && (!c || q->ts <= gts)) {
+			merge_host_take(&m->host);
+			r = emit_host(m, q, false);
+			free(q);
+		} else if (c) {
+			r = merge_out_guest(m, c);
+		} else {
+			return 0;
+		}
+		if (r < 0)
+			return r;
+	}
+}
+
+/* Host TRACING_DATA (or a fresh one from the guest's headers) plus the remapped guest events. */
+static int build_tracing_data(struct merge_ctx *m, char *why, size_t whylen)
+{
+	_cleanup_free_ uint8_t *blob = NULL;
+	size_t len;
+	int r;
+
+	if (m->host.present && perf_reader_feature(m->host.r, PERF_FEAT_TRACING_DATA, &blob, &len) == 0) {
+		if (tracing_data_parse(blob, len, &m->td) < 0) {
+			snprintf(why, whylen, "the host recording's tracing data is malformed");
+			return -EBADMSG;
+		}
+		m->have_td = true;
+	}
+	merge_out_used_ids(m);
+	if (!m->guest.present)
+		return 0;
+	if (!m->have_td) {
+		const struct merge_guest *g = &m->guest;
+
+		if ((r = tracing_data_init(&m->td, (uint8_t)g->layout.commit_size, g->page_size, g->header_page,
+					   g->hp_len, g->header_event, g->he_len)) < 0)
+			return r;
+		m->have_td = true;
+	}
+	if (m->td.long_size != m->guest.layout.commit_size) {
+		snprintf(why, whylen, "the guest's long size (%u) differs from the host's (%u)",
+			 m->guest.layout.commit_size, m->td.long_size);
+		return -EPROTONOSUPPORT;
+	}
+	if ((r = merge_guest_remap(&m->guest, m->used)) < 0) {
+		snprintf(why, whylen, "no free tracepoint ids left for the guest's events");
+		return r;
+	}
+	for (size_t i = 0; i < m->guest.n_events; i++) {
+		const struct guest_event *e = &m->guest.events[i];
+		char sys[TEP_FORMAT_MAX_NAME + 8];
+
+		snprintf(sys, sizeof(sys), "guest_%s", e->sys);
+		if ((r = tracing_data_add_event(&m->td, sys, e->text, e->text_len)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void summary(const struct merge_ctx *m, const char *out)
+{
+	const struct merge_losses *l = &m->guest.loss;
+	struct stat st;
+	const struct { const char *what; uint64_t n; } loss[] = {
+		{ "ring pages with missed events (LOST_SAMPLES written)", l->ring_missed_pages },
+		{ "events lost in the guest ring (stored counts)", l->ring_lost_events },
+		{ "pages missing in transport (sent - received)", l->transport_missing_pages },
+		{ "damaged pages dropped", l->damaged_pages },
+		{ "malformed events dropped", l->bad_events },
+		{ "events with an unknown id dropped", l->unknown_event_ids },
+		{ "events going back in time dropped", l->backwards_ts },
+		{ "oversized events dropped", l->oversized_events },
+		{ "event formats dropped", l->dropped_formats },
+		{ "vCPU spools without this session's begin marker", l->dropped_cpus },
+		{ "stale bytes skipped before begin markers", l->stale_bytes },
+		{ "host records out of order", m->host.out_of_order },
+	};
+
+	printf("merge summary\n");
+	printf("  host:   %s, %" PRIu64 " samples in, %" PRIu64 " written\n",
+	       m->host.present ? "recording merged" : "none (guest only)", m->host.samples, m->host_written);
+	printf("  guest:  %" PRIu64 " samples written, %zu event formats, %zu task names, %u vCPUs\n",
+	       m->guest_samples, m->guest.n_events, m->guest.n_tasks, m->guest.ncpus);
+	for (size_t i = 0; m->guest.present && i < m->guest.n_events; i++)
+		if (m->guest.events[i].count)
+			printf("          guest_%s:%s %" PRIu64 "\n", m->guest.events[i].sys,
+			       m->guest.events[i].fmt.name, m->guest.events[i].count);
+	if (m->guest.present && m->guest.machine_pid_stand_in)
+		printf("  vm pid: qemu_pid unknown, stand-in machine_pid %" PRIu64 " used\n", m->guest.machine_pid);
+	else if (m->guest.present)
+		printf("  vm pid: %" PRIu64 "\n", m->guest.machine_pid);
+	if (m->guest.clock_aligned)
+		printf("  clock:  aligned (%s, %zu segments, %" PRIu64 " samples, error bound %" PRIu64 " ns)\n",
+		       m->guest.clock.method, m->guest.clock.n, m->guest.clock.samples,
+		       m->guest.clock.error_bound_ns);
+	else if (m->guest.present)
+		printf("  clock:  UNALIGNED (no usable clock.ini: guest times used as host times)\n");
+	printf("  losses:%s\n", m->guest.present || m->host.out_of_order ? "" : " none");
+	for (size_t i = 0; i < ARRAY_SIZE(loss); i++)
+		if (loss[i].n)
+			printf("          %s: %" PRIu64 "\n", loss[i].what, loss[i].n);
+	if (stat(out, &st) == 0)
+		printf("  output: %s (%lld bytes%s)\n", out, (long long)st.st_size, m->zstd ? ", zstd" : "");
+}
+
+static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
+{
+	char why[512] = "", path[PATH_MAX];
+	int r = merge_guest_load(&m->guest, o->session_dir, why, sizeof(why));
+
+	if (r < 0 && !m->guest.session_read) {
+		log_error("%s: %s", o->session_dir, why);
+		return r;
+	}
+	if (r < 0) {
+		log_warn("%s: guest data not usable, merging the host recording only: %s", o->session_dir, why);
+		merge_guest_free(&m->guest);
+	}
+	if (host_path(o, &m->guest, path, sizeof(path)) && (r = merge_host_open(&m->host, path, why, sizeof(why))) < 0) {
+		log_error("%s: cannot use the host recording: %s", path, why);
+		return r;
+	}
+	if (!m->host.present && !m->guest.present) {
+		log_error("%s: neither guest data nor a host recording to merge", o->session_dir);
+		return -ENOENT;
+	}
+	if ((r = build_tracing_data(m, why, sizeof(why))) < 0) {
+		log_error("%s: %s", o->session_dir, why);
+		return r;
+	}
+	if (m->guest.present && (r = merge_guest_scan(&m->guest)) < 0)
+		return r;
+	return merge_out_attrs(m);
+}
+
+int merge_run(const struct merge_options *o)
+{
+	_cleanup_free_ struct merge_ctx *m = calloc(1, sizeof(*m));
+	int r;
+
+	if (!m)
+		return -ENOMEM;
+	m->first_sample = UINT64_MAX;
+	m->zstd = o->zstd_level;
+	if ((r = merge_prepare(m, o)) < 0)
+		goto out;
+	if ((r = perf_writer_open(o->output, o->zstd_level, &m->w)) < 0) {
+		log_error("%s: cannot create: %s", o->output, strerror(-r));
+		goto out;
+	}
+	if ((r = merge_loop(m)) < 0) {
+		log_error("merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
+		goto out;
+	}
+	if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
+		goto out;
+	if ((r = merge_out_finish(m)) < 0) {
+		log_error("%s: cannot write: %s", o->output, strerror(-r));
+		goto out;
+	}
+	summary(m, o->output);
+out:
+	perf_writer_free(m->w);
+	merge_out_free(m);
+	merge_host_free(&m->host);
+	merge_guest_free(&m->guest);
+	return r;
+}

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* trace-collector merge: session dir (guest pages + host perf.data) → one perf.data.
+ * merge.c drives the k-way merge and writes; merge-guest.c reads the guest side;
+ * merge-host.c reads the host recording. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock_apply.h"
+#include "ftrace_page.h"
+#include "perf_file.h"
+#include "tep_format.h"
+
+struct perf_reader;
+struct perf_writer;
+
+#define MERGE_MAX_CPUS 1024
+#define MERGE_MAX_EVENTS 4096
+#define MERGE_MAX_TASKS 65536
+#define MERGE_GUEST_SAMPLE_TYPE                                                              \
+	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |       \
+	 PERF_SAMPLE_PERIOD | PERF_SAMPLE_RAW)
+
+struct merge_options {
+	const char *session_dir;
+	const char *host_data; /* NULL: from session.ini */
+	const char *output;
+	int zstd_level;        /* 0 = uncompressed */
+};
+
+/* What was dropped or lost, by kind (the summary prints each non-zero one). */
+struct merge_losses {
+	uint64_t damaged_pages, bad_events, unknown_event_ids, backwards_ts, oversized_events;
+	uint64_t ring_missed_pages, ring_lost_events, transport_missing_pages;
+	uint64_t dropped_formats, dropped_cpus, stale_bytes;
+};
+
+/* One guest event format, remapped. */
+struct guest_event {
+	struct tep_format fmt;
+	char sys[TEP_FORMAT_MAX_NAME];
+	char *text; /* format text with the new ID line */
+	size_t text_len;
+	uint32_t new_id;
+	uint64_t count;
+	/* task-name fields, when the event has them */
+	const struct tep_format_field *comm[2], *pid[2];
+};
+
+struct guest_task {
+	int32_t pid;
+	char comm[16];
+};
+
+/* One vCPU's spool, walked page by page. */
+struct guest_cpu {
+	uint32_t cpu;
+	int fd;
+	uint64_t data_off, data_end; /* first ring page; end of whole pages before the end marker */
+	uint64_t pos;
+	bool have_end;
+	uint64_t pages_sent, pages_read, pages_bad;
+	uint8_t *page;
+	bool in_page;
+	struct ftrace_page it;
+	uint64_t last_raw_ts, last_ts;
+	bool head_valid;  /* head holds the next event */
+	struct ftrace_event head;
+	uint64_t head_ts; /* host time */
+	uint64_t pending_lost; /* missed events to report before head */
+	uint64_t lost_ts;
+	bool final_lost_done;
+	uint64_t events;
+};
+
+struct merge_guest {
+	bool present;
+	bool session_read;    /* session.ini was valid */
+	char host_data[4096]; /* session.ini host_data, may be empty */
+	uint32_t ncpus, page_size;
+	uint64_t session_id, machine_pid;
+	bool machine_pid_stand_in;
+	struct ftrace_page_layout layout;
+	char *header_page, *header_event;
+	size_t hp_len, he_len;
+	size_t n_events;
+	struct guest_event *events;
+	int32_t *by_id; /* guest id → index in events, -1 */
+	struct guest_cpu *cpus;
+	size_t n_tasks;
+	struct guest_task *tasks;
+	struct clock_map clock;
+	bool clock_aligned;
+	uint64_t id_base; /* sample id of (event e, vcpu c) = id_base + e * ncpus + c */
+	struct merge_losses loss;
+};
+
+/* Loads session.ini, the guest metadata and opens the spools; a guest that cannot be used at all
+ * leaves present=false with *why set. Damaged parts are dropped and counted. */
+int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t whylen);
+/* Assigns new tracepoint ids not in used[] (bitmap of 65536) and rewrites the format texts. */
+int merge_guest_remap(struct merge_guest *g, const uint8_t *used);
+/* Walks all pages once: validates, learns task names, counts events. */
+int merge_guest_scan(struct merge_guest *g);
+/* Positions every cpu at its first event. */
+int merge_guest_rewind(struct merge_guest *g);
+/* Fills cpu->head (or pending loss); false when the cpu is exhausted. */
+bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c);
+void merge_guest_free(struct merge_guest *g);
+
+/* Host recording, streamed with round buffering. */
+struct host_rec {
+	uint64_t ts, seq;
+	uint16_t len;
+	uint8_t data[] __attribute__((aligned(8)));
+};
+
+struct merge_host {
+	bool present;
+	struct perf_reader *r;
+	size_t n_attrs;
+	struct perf_attr_ids *attrs; /* copies, IDENTIFIER added */
+	bool patch_identifier;       /* single attr without IDENTIFIER: records get the id */
+	uint64_t patch_id;
+	uint64_t max_id;
+	/* round buffering */
+	struct host_rec **q;
+	size_t qn, qcap, qhead, qready; /* q[qhead, qready) are sorted and safe to write */
+	struct host_rec *imm;           /* an immediate record waiting to be taken */
+	uint64_t seq, max_ts_prev_round, max_ts;
+	bool eof;
+	uint64_t samples, records, out_of_order;
+	uint64_t *samples_by_attr;
+	char err[256];
+};
+
+int merge_host_open(struct merge_host *h, const char *path, char *err, size_t errlen);
+/* The next host record to write: 1 with *ret and *ret_immediate (user or untimed records,
+ * written as soon as read) or a timed record that no later host record can precede;
+ * 0 when the recording is exhausted; negative on a damaged file (h->err). */
+int merge_host_peek(struct merge_host *h, struct host_rec **ret, bool *ret_immediate);
+/* Consumes the record peek returned (the caller owns it and frees it). */
+void merge_host_take(struct merge_host *h);
+void merge_host_free(struct merge_host *h);
+
+/* Runs a whole merge and prints its summary; 0 or -errno (already logged). */
+int merge_run(const struct merge_options *o);

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "perf_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "util.h"
+
+#define OUT_BUF (1u << 20)
+#define ZIN_MAX (256u << 10) /* below PERF_COMP_MMAP_LEN: perf's decompression window */
+#define ZREC_MAX (65535u & ~7u)
+
+struct perf_writer {
+	int fd;
+	char *path;
+	bool finished;
+	uint64_t pos, in_bytes;
+	uint8_t *buf;
+	size_t blen;
+	int level;
+	ZSTD_CStream *cs;
+	uint8_t *zin;
+	size_t zin_len;
+	uint8_t zrec[ZREC_MAX];
+};
+
+static int out_flush(struct perf_writer *w)
+{
+	int r = util_write_full(w->fd, w->buf, w->blen);
+
+	w->blen = 0;
+	return r;
+}
+
+static int out_put(struct perf_writer *w, const void *d, size_t n)
+{
+	if (w->blen + n > OUT_BUF) {
+		int r = out_flush(w);
+
+		if (r < 0)
+			return r;
+		if (n > OUT_BUF) {
+			w->pos += n;
+			return util_write_full(w->fd, d, n);
+		}
+	}
+	memcpy(w->buf + w->blen, d, n);
+	w->blen += n;
+	w->pos += n;
+	return 0;
+}
+
+int perf_writer_open(const char *path, int level, struct perf_writer **ret)
+{
+	struct perf_writer *w = calloc(1, sizeof(*w));
+	struct perf_file_header h = { 0 };
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	w->level = level;
+	w->path = strdup(path);
+	w->buf = malloc(OUT_BUF);
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (w->fd < 0 || !w->path || !w->buf) {
+		r = w->fd < 0 ? -errno : -ENOMEM;
+		perf_writer_free(w);
+		return r;
+	}
+	if (level > 0) {
+		w->cs = ZSTD_createCStream();
+		w->zin = malloc(ZIN_MAX);
+		if (!w->cs || !w->zin || ZSTD_isError(ZSTD_initCStream(w->cs, level))) {
+			perf_writer_free(w);
+			return -ENOMEM;
+		}
+	}
+	if ((r = out_put(w, &h, sizeof(h))) < 0) {
+		perf_writer_free(w);
+		return r;
+	}
+	*ret = w;
+	return 0;
+}
+
+static int zrec_emit(struct perf_writer *w, size_t zlen)
+{
+	/* Like perf record: not padded to 8 (zero padding would feed the zstd stream). */
+	struct perf_event_header h = { .type = PERF_REC_COMPRESSED, .size = (uint16_t)(sizeof(h) + zlen) };
+	int r = out_put(w, &h, sizeof(h));
+
+	return r < 0 ? r : out_put(w, w->zrec, zlen);
+}
+
+/* Compresses the pending records into COMPRESSED records of at most 64 KiB each. */
+static int zin_flush(struct perf_writer *w)
+{
+	ZSTD_inBuffer in = { w->zin, w->zin_len, 0 };
+	size_t room = ZREC_MAX - sizeof(struct perf_event_header) - 8;
+	size_t left;
+
+	if (!w->zin_len)
+		return 0;
+	do {
+		ZSTD_outBuffer out = { w->zrec, room, 0 };
+		int r;
+
+		left = ZSTD_compressStream2(w->cs, &out, &in, ZSTD_e_flush);
+		if (ZSTD_isError(left))
+			return -EIO;
+		if (out.pos && (r = zrec_emit(w, out.pos)) < 0)
+			return r;
+	} while (left != 0 || in.pos < in.size);
+	w->zin_len = 0;
+	return 0;
+}
+
+int perf_writer_record(struct perf_writer *w, const void *rec)
+{
+	const struct perf_event_header *h = rec;
+	int r;
+
+	w->in_bytes += h->size;
+	if (!w->cs || h->type >= PERF_REC_USER_START) {
+		if (w->cs && (r = zin_flush(w)) < 0)
+			return r;
+		return out_put(w, rec, h->size);
+	}
+	if (w->zin_len + h->size > ZIN_MAX && (r = zin_flush(w)) < 0)
+		return r;
+	memcpy(w->zin + w->zin_len, rec, h->size);
+	w->zin_len += h->size;
+	return 0;
+}
+
+static int cmp_feat(const void *a, const void *b)
+{
+	const struct perf_writer_feature *x = a, *y = b;
+
+	return (x->bit > y->bit) - (x->bit < y->bit);
+}
+
+static int write_features(struct perf_writer *w, struct perf_writer_feature *f, size_t n,
+			  struct perf_file_header *h)
+{
+	uint64_t body = w->pos + n * sizeof(struct perf_file_section);
+	int r = 0;
+
+	qsort(f, n, sizeof(*f), cmp_feat);
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		struct perf_file_section s = { body, f[i].len };
+
+		h->features[f[i].bit / 64] |= 1ull << (f[i].bit % 64);
+		body += f[i].len;
+		r = out_put(w, &s, sizeof(s));
+	}
+	for (size_t i = 0; i < n && r >= 0; i++)
+		r = out_put(w, f[i].data, f[i].len);
+	return r;
+}
+
+static int write_attrs(struct perf_writer *w, const struct perf_attr_ids *a, size_t n,
+		       struct perf_file_header *h)
+{
+	_cleanup_free_ uint64_t *id_off = calloc(n ? n : 1, sizeof(*id_off));
+	uint64_t zero = 0;
+	int r = 0;
+
+	if (!id_off)
+		return -ENOMEM;
+	if (w->pos % 8)
+		r = out_put(w, &zero, 8 - w->pos % 8);
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		id_off[i] = w->pos;
+		r = out_put(w, a[i].ids, a[i].n_ids * 8);
+	}
+	h->attrs.offset = w->pos;
+	h->attrs.size = n * PERF_FILE_ATTR_SIZE;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		struct perf_event_attr at = a[i].attr;
+		struct perf_file_section ids = { id_off[i], a[i].n_ids * 8 };
+
+		at.size = PERF_ATTR_SIZE;
+		r = out_put(w, &at, sizeof(at));
+		if (r >= 0)
+			r = out_put(w, &ids, sizeof(ids));
+	}
+	return r;
+}
+
+int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs, size_t n_attrs,
+		       const struct perf_writer_feature *feats, size_t n_feats)
+{
+	_cleanup_free_ struct perf_writer_feature *f = calloc(n_feats + 1, sizeof(*f));
+	struct perf_file_header h = { .magic = PERF_MAGIC2, .size = sizeof(h),
+				      .attr_size = PERF_FILE_ATTR_SIZE };
+	uint32_t comp[5] = { 0, 1, (uint32_t)w->level, 0, PERF_COMP_MMAP_LEN };
+	size_t n = 0;
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	if (w->cs && (r = zin_flush(w)) < 0)
+		return r;
+	h.data.offset = sizeof(h);
+	h.data.size = w->pos - sizeof(h);
+	for (size_t i = 0; i < n_feats; i++)
+		if (feats[i].bit != PERF_FEAT_COMPRESSED && feats[i].bit < PERF_FEAT_BITS)
+			f[n++] = feats[i];
+	if (w->cs) {
+		comp[3] = h.data.size ? (uint32_t)(w->in_bytes / h.data.size) : 0;
+		f[n++] = (struct perf_writer_feature){ PERF_FEAT_COMPRESSED, comp, sizeof(comp) };
+	}
+	if ((r = write_features(w, f, n, &h)) < 0 || (r = write_attrs(w, attrs, n_attrs, &h)) < 0 ||
+	    (r = out_flush(w)) < 0)
+		return r;
+	if (pwrite(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		return -EIO;
+	w->finished = true;
+	return 0;
+}
+
+void perf_writer_sizes(const struct perf_writer *w, uint64_t *ret_in, uint64_t *ret_out)
+{
+	*ret_in = w->in_bytes;
+	*ret_out = w->pos;
+}
+
+void perf_writer_free(struct perf_writer *w)
+{
+	if (!w)
+		return;
+	if (w->fd >= 0) {
+		close(w->fd);
+		if (!w->finished && w->path)
+			unlink(w->path);
+	}
+	ZSTD_freeCStream(w->cs);
+	free(w->zin);
+	free(w->buf);
+	free(w->path);
+	free(w);
+}

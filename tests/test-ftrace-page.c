@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <string.h>
+
+#include "ftrace_page.h"
+#include "harness.h"
+
+static const char hp[] = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+			 "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+			 "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+			 "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+static const char he[] = "# compressed entry header\n\ttype_len    :    5 bits\n\ttime_delta  :   27 bits\n"
+			 "\tarray       :   32 bits\n\n\tpadding     : type == 29\n\ttime_extend : type == 30\n"
+			 "\ttime_stamp : type == 31\n\tdata max type_len  == 28\n";
+
+static uint8_t page[4096];
+static size_t at;
+
+static void put32(uint32_t v) { memcpy(page + 16 + at, &v, 4); at += 4; }
+static void head(uint32_t type, uint32_t delta) { put32(type | delta << 5); }
+
+static void commit(uint64_t flags)
+{
+	uint64_t c = at | flags, ts = 1000;
+
+	memcpy(page, &ts, 8);
+	memcpy(page + 8, &c, 8);
+}
+
+static int layout(struct ftrace_page_layout *l)
+{
+	return ftrace_page_layout_parse(hp, strlen(hp), he, strlen(he), l);
+}
+
+TEST(layout_from_header_files)
+{
+	struct ftrace_page_layout l;
+
+	CHECK_INT(layout(&l), ==, 0);
+	CHECK_INT(l.page_size, ==, 4096);
+	CHECK_INT(l.data_off, ==, 16);
+	CHECK_INT(l.commit_size, ==, 8);
+	CHECK_INT(l.type_len_bits, ==, 5);
+	CHECK_INT(l.padding_type, ==, 29);
+	CHECK_INT(l.extend_type, ==, 30);
+	CHECK_INT(l.stamp_type, ==, 31);
+	CHECK_INT(l.data_max_type, ==, 28);
+	CHECK_INT(ftrace_page_layout_parse(hp, strlen(hp), "type_len : 5 bits\n", 18, &l), ==, -EBADMSG);
+	CHECK_INT(ftrace_page_layout_parse("field: u64 timestamp; offset:0; size:8;", 39, he, strlen(he), &l), ==,
+		  -EBADMSG);
+}
+
+TEST(every_event_kind)
+{
+	struct ftrace_page_layout l;
+	struct ftrace_page it;
+	struct ftrace_event ev;
+	uint64_t lost = 77;
+
+	memset(page, 0, sizeof(page));
+	at = 0;
+	head(2, 5), put32(0x11), put32(0x22);            /* data, 8 bytes, ts 1005 */
+	head(30, 3), put32(1);                            /* time extend: + (1 << 27) + 3 */
+	head(0, 0), put32(124);                           /* large data: 120 bytes */
+	for (int i = 0; i < 30; i++)
+		put32((uint32_t)i);
+	head(29, 7), put32(8), put32(0);                  /* discarded: 4 + array[0] = 12 bytes */
+	head(31, 5000 & ((1u << 27) - 1)), put32(0);      /* absolute ts 5000 */
+	head(1, 1), put32(0x33);                          /* data, 4 bytes, ts 5001 */
+	memcpy(page + 16 + at, &lost, 8);
+	commit(FTRACE_PAGE_MISSED_EVENTS | FTRACE_PAGE_MISSED_STORED);
+	CHECK_INT(layout(&l), ==, 0);
+	CHECK_INT(ftrace_page_begin(&it, &l, page, sizeof(page)), ==, 0);
+	CHECK(it.missed && it.lost_known);
+	CHECK_INT(it.lost, ==, 77);
+	CHECK_INT(ftrace_page_next(&it, &ev), ==, 1);
+	CHECK_INT(ev.ts, ==, 1005);
+	CHECK_INT(ev.len, ==, 8);
+	CHECK_INT(ftrace_page_next(&it, &ev), ==, 1);
+	CHECK_INT(ev.ts, ==, 1005 + (1ull << 27) + 3);
+	CHECK_INT(ev.len, ==, 120);
+	CHECK_INT(ev.data[4], ==, 1);
+	CHECK_INT(ftrace_page_next(&it, &ev), ==, 1);
+	CHECK_INT(ev.ts, ==, 5001);
+	CHECK_INT(ev.len, ==, 4);
+	CHECK_INT(ftrace_page_next(&it, &ev), ==, 0);
+}
+
+TEST(padding_ends_page)
+{
+	struct ftrace_page_layout l;
+	struct ftrace_page it;
+	struct ftrace_event ev;
+
+	memset(page, 0, sizeof(page));
+	at = 0;
+	head(1, 1), put32(1);
+	head(29, 0), put32(0);
+	head(1, 1), put32(2);
+	commit(0);
+	CHECK_INT(layout(&l), ==, 0);
+	CHECK_INT(ftrace_page_begin(&it, &l, page, sizeof(page)), ==, 0);
+	CHECK(!it.missed);
+	CHECK_INT(ftrace_page_next(&it, &ev), ==, 1);
+	CHECK_INT(ftrace_page_next(&it, &ev), ==, 0);
+}
+
+TEST(bounds)
+{
+	struct ftrace_page_layout l;
+	struct ftrace_page it;
+	struct ftrace_event ev;
+	uint64_t c = 4081;
+
+	CHECK_INT(layout(&l), ==, 0);
+	memset(page, 0, sizeof(page));
+	memcpy(page + 8, &c, 8);
+	CHECK_INT(ftrace_page_begin(&it, &l, page, sizeof(page)), ==, -EBADMSG);
+	CHECK_INT(ftrace_page_begin(&it, &l, page, 100), ==, -EBADMSG);
+	c = ~0ull; /* a marker page */
+	memcpy(page + 8, &c, 8);
+	CHECK_INT(ftrace_page_begin(&it, &l, page, sizeof(page)), ==, -EBADMSG);
+	at = 0;
+	head(0, 0), put32(4000); /* large event longer than the page's data */
+	commit(0);
+	CHECK_INT(ftrace_page_begin(&it, &l, page, sizeof(page)), ==, 0);
+	CHECK_INT(ftrace_page_next(&it, &ev), ==, -EBADMSG);
+	at = 0;
+	head(28, 0); /* 112 bytes claimed, 4 present */
+	commit(0);
+	CHECK_INT(ftrace_page_begin(&it, &l, page, sizeof(page)), ==, 0);
+	CHECK_INT(ftrace_page_next(&it, &ev), ==, -EBADMSG);
+	at = 4080 - 4;
+	commit(FTRACE_PAGE_MISSED_STORED); /* no room for the stored count */
+	CHECK_INT(ftrace_page_begin(&it, &l, page, sizeof(page)), ==, -EBADMSG);
+}
