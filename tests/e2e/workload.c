@@ -71,6 +71,9 @@ static int workload_churn(long rounds)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
+		/* Keep only our ends, or the parent's close never reaches us as EOF. */
+		close(ab[1]);
+		close(ba[0]);
 		while (read(ab[0], &c, 1) == 1 && write(ba[1], &c, 1) == 1)
 			;
 		_exit(0);
@@ -78,8 +81,11 @@ static int workload_churn(long rounds)
 	for (long i = 0; i < rounds; i++)
 		if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
 			break;
+	close(ab[0]);
+	close(ba[1]);
 	close(ab[1]);
 	waitpid(pid, &status, 0);
+	close(ba[0]);
 	return 0;
 }
 
