@@ -19,8 +19,6 @@ static int stub_run(const struct cmd_entry *cmd, int argc, char **argv)
 	static int var##_run(int argc, char **argv) { return stub_run(&var, argc, argv); } \
 	const struct cmd_entry var = { .name = nm, .summary = sum, .usage = use, .run = var##_run }
 
-STUB(cmd_setup, "setup", "create the per-VM FIFOs/sockets, print QEMU args or libvirt XML",
-     "--name VM --cpus N [--dir D] [--transport pipe|socket] [--format qemu|libvirt]");
 STUB(cmd_start, "start", "start a tracing session (daemon)", "--name VM [-e EVENTS] [options]");
 STUB(cmd_status, "status", "show a running session's per-CPU rates and losses", "[--name VM]");
 STUB(cmd_stop, "stop", "stop the session and write the merged perf.data", "[--name VM] [-o OUT] [-z]");

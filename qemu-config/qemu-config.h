@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* QEMU arguments and libvirt <channel> elements for a VM's virtio-trace ports. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define QEMU_CONFIG_CTL_PORT "agent-ctl-path"
+#define QEMU_CONFIG_DATA_PORT "trace-path-cpu" /* + CPU number */
+#define QEMU_CONFIG_DEFAULT_DIR "/var/lib/virtio-trace"
+#define QEMU_CONFIG_MAX_CPUS 256
+#define QEMU_CONFIG_MAX_VM_NAME 64
+/* QEMU's virtio-serial: max_ports defaults to 31 and port 0 is reserved for a console,
+ * so 30 named ports fit; max_ports may go up to VIRTIO_QUEUE_MAX / 2 - 1 = 511. */
+#define QEMU_CONFIG_DEFAULT_MAX_PORTS 31
+#define QEMU_CONFIG_LIMIT_MAX_PORTS 511
+#define QEMU_CONFIG_SERIAL_ID "vt-serial0"
+#define QEMU_CONFIG_SUN_PATH_MAX 108
+
+enum qemu_config_transport { QEMU_CONFIG_PIPE, QEMU_CONFIG_SOCKET };
+
+struct qemu_config {
+	const char *vm;   /* [A-Za-z0-9_-], at most QEMU_CONFIG_MAX_VM_NAME bytes */
+	const char *dir;  /* absolute per-VM dir, characters [A-Za-z0-9_./+@:-] */
+	unsigned ncpus;   /* 1 .. QEMU_CONFIG_MAX_CPUS */
+	enum qemu_config_transport transport;
+};
+
+/* True when name is a valid VM name ([A-Za-z0-9_-], 1..64 bytes). */
+bool qemu_config_vm_name_ok(const char *name);
+/* True when dir is absolute, has no "..", and only [A-Za-z0-9_./+@:-] (no quoting needed
+ * in a shell, in QEMU's option syntax or in XML). */
+bool qemu_config_dir_ok(const char *dir);
+/* 0, or -EINVAL (name or dir), -ERANGE (ncpus), -ENAMETOOLONG (socket path past sun_path). */
+int qemu_config_check(const struct qemu_config *qc);
+/* Number of ports: the control port plus one per CPU. */
+unsigned qemu_config_nports(const struct qemu_config *qc);
+/* Guest name of port i: 0 is agent-ctl-path, i is trace-path-cpu(i-1). 0 or -ENOBUFS. */
+int qemu_config_port_name(unsigned i, char *buf, size_t len);
+/* Host path of port i: DIR/NAME for pipes (QEMU opens NAME.in and NAME.out),
+ * DIR/NAME.sock for sockets. 0 or -ENOBUFS. */
+int qemu_config_port_path(const struct qemu_config *qc, unsigned i, char *buf, size_t len);
+/* QEMU arguments as a NULL-terminated argv; free with qemu_config_argv_free. */
+int qemu_config_qemu_argv(const struct qemu_config *qc, char ***ret_argv);
+void qemu_config_argv_free(char **argv);
+/* The same arguments as shell text, one "-option value \" line per pair. */
+int qemu_config_qemu_text(const struct qemu_config *qc, char **ret_text);
+/* libvirt <channel> elements (and a virtio-serial <controller> when more than 30 ports). */
+int qemu_config_libvirt_xml(const struct qemu_config *qc, char **ret_xml);

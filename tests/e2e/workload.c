@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* e2e guest workload: N numbered lines into an ftrace instance's trace_marker, spread over
+ * the CPUs with sched_setaffinity, plus context-switch churn (a pipe ping-pong). Static. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DEFAULT_MARKER "/sys/kernel/tracing/instances/virtio-trace/trace_marker"
+
+struct workload_opts {
+	const char *marker;
+	long lines;
+	long switches;
+	int ncpus;
+};
+
+static int workload_pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) < 0 ? -errno : 0;
+}
+
+static int workload_lines(const struct workload_opts *o)
+{
+	int fd = open(o->marker, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "workload: cannot open %s: %s\n", o->marker, strerror(errno));
+		return -1;
+	}
+	for (long i = 0; i < o->lines; i++) {
+		int cpu = (int)(i % o->ncpus);
+		char line[64];
+		int n;
+
+		if (workload_pin(cpu) < 0) {
+			fprintf(stderr, "workload: cannot pin to cpu%d: %s\n", cpu, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		n = snprintf(line, sizeof(line), "vt-e2e line %ld cpu %d\n", i, cpu);
+		if (write(fd, line, (size_t)n) != n) {
+			fprintf(stderr, "workload: write to %s failed: %s\n", o->marker, strerror(errno));
+			close(fd);
+			return -1;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+/* Parent and child bounce one byte: every round trip is two context switches. */
+static int workload_churn(long rounds)
+{
+	int ab[2], ba[2];
+	char c = 0;
+	pid_t pid;
+	int status;
+
+	if (pipe(ab) < 0 || pipe(ba) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		/* Keep only our ends, or the parent's close never reaches us as EOF. */
+		close(ab[1]);
+		close(ba[0]);
+		while (read(ab[0], &c, 1) == 1 && write(ba[1], &c, 1) == 1)
+			;
+		_exit(0);
+	}
+	for (long i = 0; i < rounds; i++)
+		if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
+			break;
+	close(ab[0]);
+	close(ba[1]);
+	close(ab[1]);
+	waitpid(pid, &status, 0);
+	close(ba[0]);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct workload_opts o = { .marker = DEFAULT_MARKER, .lines = 1000, .switches = 2000 };
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	int c;
+
+	while ((c = getopt(argc, argv, "n:m:s:")) != -1) {
+		switch (c) {
+		case 'n': o.lines = strtol(optarg, NULL, 10); break;
+		case 'm': o.marker = optarg; break;
+		case 's': o.switches = strtol(optarg, NULL, 10); break;
+		default:
+			fprintf(stderr, "usage: workload [-n LINES] [-s ROUND_TRIPS] [-m TRACE_MARKER]\n");
+			return 2;
+		}
+	}
+	o.ncpus = n < 1 ? 1 : n > 2 ? 2 : (int)n;
+	if (o.lines < 0 || o.switches < 0 || workload_lines(&o) < 0 || workload_churn(o.switches) < 0)
+		return 1;
+	printf("workload: %ld lines over %d cpus, %ld round trips\n", o.lines, o.ncpus, o.switches);
+	return 0;
+}

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdlib.h>
+
+#include "harness.h"
+#include "qemu-config.h"
+
+static const struct qemu_config two = { .vm = "vm1", .dir = "/srv/vt/vm1", .ncpus = 2 };
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+TEST(vm_names)
+{
+	CHECK(qemu_config_vm_name_ok("vm1"));
+	CHECK(qemu_config_vm_name_ok("Web_01-a"));
+	CHECK(!qemu_config_vm_name_ok(""));
+	CHECK(!qemu_config_vm_name_ok(NULL));
+	CHECK(!qemu_config_vm_name_ok("a b"));
+	CHECK(!qemu_config_vm_name_ok("../x"));
+	CHECK(!qemu_config_vm_name_ok("vm,debug-threads=off"));
+	CHECK(!qemu_config_vm_name_ok("0123456789012345678901234567890123456789012345678901234567890123x"));
+}
+
+TEST(dirs)
+{
+	CHECK(qemu_config_dir_ok("/var/lib/virtio-trace/vm1"));
+	CHECK(qemu_config_dir_ok("/tmp/a.b+c@d:e"));
+	CHECK(!qemu_config_dir_ok("relative/dir"));
+	CHECK(!qemu_config_dir_ok("/a/../b"));
+	CHECK(!qemu_config_dir_ok("/a/.."));
+	CHECK(!qemu_config_dir_ok("/a,b"));      /* QEMU option separator */
+	CHECK(!qemu_config_dir_ok("/a'b"));      /* XML attribute quote */
+	CHECK(!qemu_config_dir_ok("/a b"));
+	CHECK(!qemu_config_dir_ok("/a\nb"));
+	CHECK(qemu_config_dir_ok("/a/..b"));     /* a name starting with dots is fine */
+}
+
+TEST(check_bounds)
+{
+	struct qemu_config qc = two;
+
+	CHECK_INT(qemu_config_check(&qc), ==, 0);
+	qc.ncpus = 0;
+	CHECK_INT(qemu_config_check(&qc), ==, -ERANGE);
+	qc.ncpus = 257;
+	CHECK_INT(qemu_config_check(&qc), ==, -ERANGE);
+	qc.ncpus = 256;
+	CHECK_INT(qemu_config_check(&qc), ==, 0);
+	qc.vm = "bad name";
+	CHECK_INT(qemu_config_check(&qc), ==, -EINVAL);
+}
+
+TEST(socket_path_limit)
+{
+	/* 108-byte sun_path: dir + "/trace-path-cpu255.sock" (23 bytes) must stay under it. */
+	char dir[128];
+	struct qemu_config qc = { .vm = "v", .dir = dir, .ncpus = 256, .transport = QEMU_CONFIG_SOCKET };
+
+	memset(dir, 'a', sizeof(dir));
+	dir[0] = '/';
+	dir[84] = '\0'; /* 84 + 23 = 107: fits */
+	CHECK_INT(qemu_config_check(&qc), ==, 0);
+	dir[84] = 'a';
+	dir[85] = '\0';
+	CHECK_INT(qemu_config_check(&qc), ==, -ENAMETOOLONG);
+	qc.transport = QEMU_CONFIG_PIPE; /* FIFOs have no such limit */
+	CHECK_INT(qemu_config_check(&qc), ==, 0);
+}
+
+TEST(port_names_and_paths)
+{
+	struct qemu_config qc = two;
+	char buf[64];
+
+	CHECK_INT(qemu_config_nports(&qc), ==, 3);
+	CHECK_INT(qemu_config_port_name(0, buf, sizeof(buf)), ==, 0);
+	CHECK_STR(buf, "agent-ctl-path");
+	CHECK_INT(qemu_config_port_name(2, buf, sizeof(buf)), ==, 0);
+	CHECK_STR(buf, "trace-path-cpu1");
+	CHECK_INT(qemu_config_port_name(256, buf, sizeof(buf)), ==, 0);
+	CHECK_STR(buf, "trace-path-cpu255");
+	CHECK_INT(qemu_config_port_name(2, buf, 8), ==, -ENOBUFS);
+	CHECK_INT(qemu_config_port_path(&qc, 1, buf, sizeof(buf)), ==, 0);
+	CHECK_STR(buf, "/srv/vt/vm1/trace-path-cpu0");
+	qc.transport = QEMU_CONFIG_SOCKET;
+	CHECK_INT(qemu_config_port_path(&qc, 0, buf, sizeof(buf)), ==, 0);
+	CHECK_STR(buf, "/srv/vt/vm1/agent-ctl-path.sock");
+}
+
+TEST(qemu_argv_pipe)
+{
+	char **argv = NULL;
+	size_t n = 0;
+
+	CHECK_INT(qemu_config_qemu_argv(&two, &argv), ==, 0);
+	while (argv[n])
+		n++;
+	CHECK_INT(n, ==, 4 + 3 * 4);
+	CHECK_STR(argv[0], "-name");
+	CHECK_STR(argv[1], "vm1,debug-threads=on");
+	CHECK_STR(argv[3], "virtio-serial-pci,id=vt-serial0");
+	CHECK_STR(argv[4], "-chardev");
+	CHECK_STR(argv[5], "pipe,id=vt-ctl,path=/srv/vt/vm1/agent-ctl-path");
+	CHECK_STR(argv[7], "virtserialport,bus=vt-serial0.0,chardev=vt-ctl,name=agent-ctl-path");
+	CHECK_STR(argv[13], "pipe,id=vt-cpu1,path=/srv/vt/vm1/trace-path-cpu1");
+	CHECK_STR(argv[15], "virtserialport,bus=vt-serial0.0,chardev=vt-cpu1,name=trace-path-cpu1");
+	qemu_config_argv_free(argv);
+}
+
+TEST(qemu_argv_socket)
+{
+	struct qemu_config qc = two;
+	char **argv = NULL;
+
+	qc.transport = QEMU_CONFIG_SOCKET;
+	CHECK_INT(qemu_config_qemu_argv(&qc, &argv), ==, 0);
+	CHECK_STR(argv[5], "socket,id=vt-ctl,path=/srv/vt/vm1/agent-ctl-path.sock,server=on,wait=off");
+	CHECK_STR(argv[9], "socket,id=vt-cpu0,path=/srv/vt/vm1/trace-path-cpu0.sock,server=on,wait=off");
+	qemu_config_argv_free(argv);
+}
+
+/* 29 CPUs + control = 30 ports fit the default 31 (port 0 reserved); 30 CPUs need max_ports. */
+TEST(qemu_max_ports)
+{
+	struct qemu_config qc = two;
+	char **argv = NULL;
+
+	qc.ncpus = 29;
+	CHECK_INT(qemu_config_qemu_argv(&qc, &argv), ==, 0);
+	CHECK_STR(argv[3], "virtio-serial-pci,id=vt-serial0");
+	qemu_config_argv_free(argv);
+	qc.ncpus = 30;
+	CHECK_INT(qemu_config_qemu_argv(&qc, &argv), ==, 0);
+	CHECK_STR(argv[3], "virtio-serial-pci,id=vt-serial0,max_ports=32");
+	qemu_config_argv_free(argv);
+	qc.ncpus = 256;
+	CHECK_INT(qemu_config_qemu_argv(&qc, &argv), ==, 0);
+	CHECK_STR(argv[3], "virtio-serial-pci,id=vt-serial0,max_ports=258");
+	CHECK(258 <= QEMU_CONFIG_LIMIT_MAX_PORTS);
+	qemu_config_argv_free(argv);
+}
+
+TEST(qemu_text_is_shell_lines)
+{
+	char *text = NULL;
+
+	CHECK_INT(qemu_config_qemu_text(&two, &text), ==, 0);
+	CHECK(!strncmp(text, "-name vm1,debug-threads=on \\\n-device virtio-serial-pci,id=vt-serial0 \\\n", 71));
+	CHECK_INT(count(text, "\n"), ==, 8);
+	CHECK_INT(count(text, " \\\n"), ==, 7); /* every line but the last continues */
+	free(text);
+}
+
+TEST(libvirt_pipe)
+{
+	char *xml = NULL;
+
+	CHECK_INT(qemu_config_libvirt_xml(&two, &xml), ==, 0);
+	CHECK_INT(count(xml, "<channel type='pipe'>"), ==, 3);
+	CHECK_INT(count(xml, "</channel>"), ==, 3);
+	CHECK(strstr(xml, "<source path='/srv/vt/vm1/agent-ctl-path'/>\n  <target type='virtio' name='agent-ctl-path'/>"));
+	CHECK(strstr(xml, "<source path='/srv/vt/vm1/trace-path-cpu1'/>\n  <target type='virtio' name='trace-path-cpu1'/>"));
+	CHECK(!strstr(xml, "<controller"));
+	free(xml);
+}
+
+TEST(libvirt_unix_and_controller)
+{
+	struct qemu_config qc = two;
+	char *xml = NULL;
+
+	qc.transport = QEMU_CONFIG_SOCKET;
+	qc.ncpus = 40;
+	CHECK_INT(qemu_config_libvirt_xml(&qc, &xml), ==, 0);
+	CHECK_INT(count(xml, "<channel type='unix'>"), ==, 41);
+	CHECK(strstr(xml, "<source mode='bind' path='/srv/vt/vm1/trace-path-cpu39.sock'/>"));
+	CHECK(strstr(xml, "<controller type='virtio-serial' index='0' ports='42'/>"));
+	free(xml);
+}
+
+TEST(generators_refuse_invalid)
+{
+	struct qemu_config qc = two;
+	char **argv = NULL;
+	char *text = NULL;
+
+	qc.dir = "/x,y";
+	CHECK_INT(qemu_config_qemu_argv(&qc, &argv), ==, -EINVAL);
+	CHECK(argv == NULL);
+	CHECK_INT(qemu_config_libvirt_xml(&qc, &text), ==, -EINVAL);
+	CHECK(text == NULL);
+}
