@@ -58,7 +58,7 @@ capture() {
 	printf 'method=ptp\nsegments=1\nseg0.guest_start=0\nseg0.offset_ns=0\nseg0.slope=1.0\nsamples=3\nerror_bound_ns=1000\n' > "$dir/clock.ini"
 }
 expected() { sed -n 's/^read_events=//p' "$1/expected.ini"; }
-nguest() { "$PERF" script -i "$1" 2>/dev/null | grep -c ' guest_'; }
+nguest() { "$PERF" script -i "$1" -F event 2>/dev/null | grep -c '^ *guest_'; }
 no_warnings() { local e; e=$("$PERF" script -i "$1" 2>&1 >/dev/null); [ -z "$e" ] || { echo "$e" >&2; return 1; }; }
 sorted() { "$PERF" script -i "$1" -F time 2>/dev/null | tr -d ' :' | sort -c -g; }
 # max_guest_ns FILE / min_guest_ns FILE: extreme guest sample time in ns.
