@@ -64,6 +64,8 @@ static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t wh
 		return -EBADMSG;
 	}
 	(void)ini_u64(ini, "qemu_pid", INT32_MAX, &pid);
+	(void)ini_u64(ini, "started_mono_ns", UINT64_MAX, &g->started_ns);
+	(void)ini_u64(ini, "stopped_mono_ns", UINT64_MAX, &g->stopped_ns);
 	g->ncpus = (uint32_t)ncpus;
 	g->page_size = (uint32_t)ps;
 	g->machine_pid = pid ? pid : MACHINE_PID_STAND_IN;
@@ -196,58 +198,6 @@ static int load_formats(struct merge_guest *g, int dfd)
 	return 0;
 }
 
-static struct guest_task *task_slot(struct merge_guest *g, int32_t pid)
-{
-	uint32_t h = ((uint32_t)pid * 2654435761u) % (2 * MERGE_MAX_TASKS);
-
-	for (;; h = (h + 1) % (2 * MERGE_MAX_TASKS)) {
-		struct guest_task *t = &g->tasks[h];
-
-		if (t->comm[0] == '\0' || t->pid == pid)
-			return t;
-	}
-}
-
-/* Records a task name (first name seen wins; bounded; names cleaned to printable). */
-static void task_learn(struct merge_guest *g, int32_t pid, const char *comm, size_t len)
-{
-	struct guest_task *t;
-	size_t n = 0;
-
-	if (pid < 0 || !g->tasks)
-		return;
-	t = task_slot(g, pid);
-	if (t->comm[0] || g->n_tasks >= MERGE_MAX_TASKS)
-		return;
-	for (; n < len && n < sizeof(t->comm) - 1 && comm[n]; n++)
-		t->comm[n] = (comm[n] >= 0x20 && comm[n] < 0x7f) ? comm[n] : '?';
-	if (!n)
-		return;
-	t->comm[n] = '\0';
-	t->pid = pid;
-	g->n_tasks++;
-}
-
-static void load_cmdlines(struct merge_guest *g, int dfd)
-{
-	_cleanup_free_ char *text = NULL;
-	char *save = NULL;
-
-	g->tasks = calloc(2 * MERGE_MAX_TASKS, sizeof(*g->tasks));
-	if (!g->tasks || util_read_file_at(dfd, "guest/saved_cmdlines", META_MAX, &text, NULL) < 0)
-		return;
-	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		char *sp = strchr(l, ' ');
-		uint64_t pid;
-
-		if (!sp)
-			continue;
-		*sp = '\0';
-		if (util_parse_u64(l, INT32_MAX, &pid) == 0)
-			task_learn(g, (int32_t)pid, sp + 1, strlen(sp + 1));
-	}
-}
-
 /* Finds this session's begin marker anywhere in the spool (stale bytes may precede it). */
 static int find_begin(struct merge_guest *g, struct guest_cpu *c, uint64_t size)
 {
@@ -300,17 +250,6 @@ static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 	return 0;
 }
 
-static void load_clock(struct merge_guest *g, int dfd)
-{
-	_cleanup_free_ char *text = NULL;
-	size_t len;
-
-	if (util_read_file_at(dfd, "clock.ini", INI_MAX, &text, &len) < 0)
-		return;
-	if (clock_apply_parse(text, len, &g->clock) == 0 && g->clock.n > 0)
-		g->clock_aligned = true;
-}
-
 int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t whylen)
 {
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -326,8 +265,9 @@ int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t w
 		snprintf(why, whylen, "no guest/events directory of event formats");
 		return r;
 	}
-	load_cmdlines(g, dfd);
-	load_clock(g, dfd);
+	merge_meta_tasks(g, dfd);
+	merge_meta_notes(g, dfd);
+	merge_meta_clock(g, dfd);
 	g->cpus = calloc(g->ncpus, sizeof(*g->cpus));
 	if (!g->cpus)
 		return -ENOMEM;
@@ -451,9 +391,9 @@ static int event_check(struct merge_guest *g, const struct ftrace_event *ev)
 	return idx;
 }
 
-static uint64_t guest_time(const struct merge_guest *g, struct guest_cpu *c, uint64_t raw)
+static uint64_t guest_time(struct merge_guest *g, struct guest_cpu *c, uint64_t raw)
 {
-	uint64_t t = clock_apply(&g->clock, raw);
+	uint64_t t = merge_meta_time(g, raw);
 
 	if (t == 0)
 		t = 1;
@@ -554,7 +494,7 @@ static void scan_event(struct merge_guest *g, const struct ftrace_event *ev)
 		if (!e->comm[i])
 			continue;
 		memcpy(&pid, ev->data + e->pid[i]->offset, 4);
-		task_learn(g, pid, (const char *)ev->data + e->comm[i]->offset, 16);
+		merge_meta_task_learn(g, pid, (const char *)ev->data + e->comm[i]->offset, 16);
 	}
 }
 

@@ -79,9 +79,9 @@ int merge_out_attrs(struct merge_ctx *m)
 }
 
 /* The sample_id_all trailer of guest non-sample records: TID, TIME, CPU, IDENTIFIER. */
-static size_t put_trailer(uint8_t *p, int32_t pid, uint64_t ts, uint32_t cpu, uint64_t id)
+static size_t put_trailer(uint8_t *p, int32_t pid, int32_t tid, uint64_t ts, uint32_t cpu, uint64_t id)
 {
-	uint32_t t[2] = { (uint32_t)pid, (uint32_t)pid }, c[2] = { cpu, 0 };
+	uint32_t t[2] = { (uint32_t)pid, (uint32_t)tid }, c[2] = { cpu, 0 };
 
 	memcpy(p, t, 8);
 	memcpy(p + 8, &ts, 8);
@@ -102,7 +102,8 @@ static int out_index_chunk(struct merge_ctx *m, size_t from, size_t n)
 	for (size_t k = 0; k < n; k++) {
 		size_t i = from + k;
 		uint64_t vcpu = i % g->ncpus;
-		uint64_t e1[4] = { g->id_base + i, vcpu, (uint64_t)-1, (uint64_t)-1 };
+		uint64_t e1[4] = { g->id_base + i, vcpu, (uint64_t)-1,
+				   (uint64_t)(int64_t)merge_vcpu_tid(&m->vcpu, (uint32_t)vcpu) };
 		uint64_t e2[2] = { g->machine_pid, vcpu };
 
 		memcpy(p + 16 + k * 32, e1, 32);
@@ -126,7 +127,7 @@ static int out_kernel_mmap(struct merge_ctx *m)
 	memcpy(p + 8, pt, 8);
 	memcpy(p + 16, v, 24);
 	memcpy(p + 40, name, sizeof(name));
-	put_trailer(p + 40 + nl, -1, 0, 0, m->guest.id_base);
+	put_trailer(p + 40 + nl, -1, -1, 0, 0, m->guest.id_base);
 	return perf_writer_record(m->w, p);
 }
 
@@ -150,13 +151,13 @@ static int out_comm(struct merge_ctx *m, const struct guest_task *t, uint64_t ts
 	uint8_t *p = m->rec;
 	struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_GUEST_KERNEL,
 				       .size = (uint16_t)(16 + cl + 32) };
-	uint32_t pt[2] = { (uint32_t)t->pid, (uint32_t)t->pid };
+	uint32_t pt[2] = { (uint32_t)t->tgid, (uint32_t)t->pid };
 
 	memset(p, 0, h.size);
 	memcpy(p, &h, 8);
 	memcpy(p + 8, pt, 8);
 	memcpy(p + 16, t->comm, strlen(t->comm));
-	put_trailer(p + 16 + cl, t->pid, ts, 0, m->guest.id_base);
+	put_trailer(p + 16 + cl, t->tgid, t->pid, ts, 0, m->guest.id_base);
 	return perf_writer_record(m->w, p);
 }
 
@@ -167,7 +168,7 @@ static int out_comms(struct merge_ctx *m, uint64_t ts)
 
 	m->comms_done = true;
 	for (size_t i = 0; g->tasks && i < 2 * MERGE_MAX_TASKS && r >= 0; i++)
-		if (g->tasks[i].comm[0])
+		if (g->tasks[i].used && g->tasks[i].comm[0])
 			r = out_comm(m, &g->tasks[i], ts);
 	return r;
 }
@@ -180,7 +181,7 @@ static int out_lost(struct merge_ctx *m, struct guest_cpu *c)
 
 	memcpy(p, &h, 8);
 	memcpy(p + 8, &c->pending_lost, 8);
-	put_trailer(p + 16, -1, c->lost_ts, c->cpu, guest_id(&m->guest, 0, c->cpu));
+	put_trailer(p + 16, -1, -1, c->lost_ts, merge_vcpu_cpu(&m->vcpu, c->cpu), guest_id(&m->guest, 0, c->cpu));
 	c->pending_lost = 0;
 	m->guest_lost_records++;
 	m->last_ts = MAX(m->last_ts, c->lost_ts);
@@ -195,7 +196,7 @@ static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
 	int32_t idx, pid;
 	struct guest_event *e;
 	uint8_t *p = m->rec;
-	uint32_t raw_size = (uint32_t)ALIGN_UP(ev->len + 4, 8) - 4, cpu[2] = { c->cpu, 0 }, tid[2];
+	uint32_t raw_size = (uint32_t)ALIGN_UP(ev->len + 4, 8) - 4, cpu[2] = { merge_vcpu_cpu(&m->vcpu, c->cpu), 0 }, tid[2];
 	struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = PERF_RECORD_MISC_GUEST_KERNEL,
 				       .size = (uint16_t)(52 + raw_size) };
 	uint64_t id, period = 1;
@@ -205,7 +206,8 @@ static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
 	idx = g->by_id[old_id];
 	e = &g->events[idx];
 	memcpy(&pid, ev->data + tep_format_field(&e->fmt, "common_pid")->offset, 4);
-	tid[0] = tid[1] = (uint32_t)pid;
+	tid[0] = (uint32_t)merge_meta_tgid(g, pid);
+	tid[1] = (uint32_t)pid;
 	id = guest_id(g, (size_t)idx, c->cpu);
 	memset(p, 0, h.size);
 	memcpy(p, &h, 8);
@@ -382,13 +384,55 @@ static int feats_add(struct feats *fs, unsigned bit, uint8_t *owned, const void 
 	return 0;
 }
 
+/* BUILD_ID entry of the guest kernel (perf header.c write_buildid): header (type 0, misc
+ * GUEST_KERNEL | BUILD_ID_SIZE), s32 pid = machine_pid, u8 id[20], u8 size, 3 reserved, then the
+ * name perf gives the guest's kernel map ("[guest.kernel.kallsyms.<pid>]", machine.c) padded
+ * to 64. */
+static void guest_build_id(const struct merge_guest *g, struct buf *b)
+{
+	static const uint8_t zero[64];
+	char name[64];
+	uint8_t id[24] = { 0 };
+	int32_t pid = (int32_t)g->machine_pid;
+	size_t nl = (size_t)snprintf(name, sizeof(name), "[guest.kernel.kallsyms.%d]", pid) + 1;
+	size_t padded = ALIGN_UP(nl, 64);
+	struct perf_event_header h = { .type = 0, .misc = PERF_RECORD_MISC_GUEST_KERNEL | (1u << 15),
+				       .size = (uint16_t)(8 + 4 + 24 + padded) };
+
+	memcpy(id, g->build_id, g->build_id_len);
+	id[20] = (uint8_t)g->build_id_len;
+	buf_put(b, &h, 8);
+	buf_put(b, &pid, 4);
+	buf_put(b, id, 24);
+	buf_put(b, name, nl);
+	buf_put(b, zero, padded - nl);
+}
+
+/* The host's BUILD_ID entries, kept, plus the guest kernel's. */
+static int build_ids(struct merge_ctx *m, struct buf *b)
+{
+	_cleanup_free_ uint8_t *d = NULL;
+	size_t len;
+
+	if (m->host.present && perf_reader_feature(m->host.r, PERF_FEAT_BUILD_ID, &d, &len) == 0)
+		buf_put(b, d, len);
+	guest_build_id(&m->guest, b);
+	return b->oom ? -ENOMEM : 0;
+}
+
+static bool guest_has_build_id(const struct merge_ctx *m)
+{
+	return m->guest.present && m->guest.build_id_len;
+}
+
 static int feats_host(struct merge_ctx *m, struct feats *fs)
 {
 	for (unsigned bit = 0; m->host.present && bit < PERF_FEAT_BITS; bit++) {
 		uint8_t *d;
 		size_t len;
 
-		if (feature_rewritten(bit) || !perf_reader_has_feature(m->host.r, bit))
+		if (feature_rewritten(bit) || (bit == PERF_FEAT_BUILD_ID && guest_has_build_id(m)) ||
+		    !perf_reader_has_feature(m->host.r, bit))
 			continue;
 		if (perf_reader_feature(m->host.r, bit, &d, &len) < 0)
 			continue; /* an unreadable optional section is left out */
@@ -401,7 +445,7 @@ int merge_out_finish(struct merge_ctx *m)
 {
 	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
 	struct feats fs = { .n = 0 };
-	struct buf desc = { 0 };
+	struct buf desc = { 0 }, bids = { 0 };
 	uint8_t *td = NULL;
 	size_t td_len = 0;
 	uint32_t cpus[2];
@@ -420,6 +464,14 @@ int merge_out_finish(struct merge_ctx *m)
 		return r;
 	}
 	feats_add(&fs, PERF_FEAT_EVENT_DESC, desc.p, desc.p, desc.len);
+	if (guest_has_build_id(m)) {
+		if ((r = build_ids(m, &bids)) < 0) {
+			free(bids.p);
+			feats_free(&fs);
+			return r;
+		}
+		feats_add(&fs, PERF_FEAT_BUILD_ID, bids.p, bids.p, bids.len);
+	}
 	nrcpus(m, cpus);
 	feats_add(&fs, PERF_FEAT_NRCPUS, NULL, cpus, sizeof(cpus));
 	if (m->first_sample != UINT64_MAX)

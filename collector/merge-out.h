@@ -9,6 +9,7 @@
 struct merge_ctx {
 	struct merge_host host;
 	struct merge_guest guest;
+	struct merge_vcpu vcpu;
 	struct perf_writer *w;
 	struct tracing_data td;
 	bool have_td;

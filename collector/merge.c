@@ -74,6 +74,8 @@ static int emit_host(struct merge_ctx *m, struct host_rec *q, bool immediate)
 			m->last_sample = MAX(m->last_sample, q->ts);
 		}
 	}
+	if (!immediate && h->type == PERF_RECORD_SAMPLE)
+		merge_vcpu_host(&m->vcpu, &m->host, h);
 	m->host_written += h->type == PERF_RECORD_SAMPLE;
 	return emit(m, q->data, immediate ? 0 : q->ts);
 }
@@ -177,6 +179,52 @@ static int build_tracing_data(struct merge_ctx *m, char *why, size_t whylen)
 	return 0;
 }
 
+static void summary_clock(const struct merge_guest *g)
+{
+	if (g->clock_aligned)
+		printf("  clock:  aligned (%s, %zu segments, %" PRIu64 " samples, error bound %" PRIu64 " ns)%s%s\n",
+		       g->clock.method, g->clock.n, g->clock.samples, g->clock.error_bound_ns,
+		       g->clock_recovered ? ": recovered, " : "", g->clock_recovered ? g->clock_why : "");
+	else if (g->present)
+		printf("  clock:  UNALIGNED (%s: guest times used as host times)\n",
+		       g->clock_why[0] ? g->clock_why : "no usable clock.ini");
+	if (g->window_hi != UINT64_MAX || g->window_lo)
+		printf("  window: guest times kept in [%" PRIu64 ", %" PRIu64 "] (session start/stop ± error bound); "
+		       "%" PRIu64 " outside, clamped\n", g->window_lo, g->window_hi, g->loss.outside_window);
+	else if (g->clock_aligned)
+		printf("  window: not checked (session.ini has no started_mono_ns)\n");
+}
+
+static void summary_vcpu(const struct merge_ctx *m)
+{
+	const struct merge_vcpu *v = &m->vcpu;
+
+	if (!m->guest.present)
+		return;
+	if (v->why[0])
+		printf("  vcpu:   FALLBACK: guest sample cpu = vCPU number, because %s\n", v->why);
+	else
+		printf("  vcpu:   guest sample cpu = host CPU of QEMU's \"CPU n/KVM\" thread (%u/%u vCPU threads found, "
+		       "%" PRIu64 " host switches followed)\n", v->named, v->n, v->switches);
+	if (v->fallback_samples && !v->why[0])
+		printf("          %" PRIu64 " guest records fell back to the vCPU number (thread never seen switching)\n",
+		       v->fallback_samples);
+}
+
+static void summary_build_id(const struct merge_guest *g)
+{
+	char hex[2 * ELF_NOTES_BUILD_ID_MAX + 1] = "";
+
+	if (!g->present)
+		return;
+	for (size_t i = 0; i < g->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", g->build_id[i]);
+	if (g->build_id_len)
+		printf("  kernel: guest build-id %s ([guest.kernel.kallsyms.%" PRIu64 "])\n", hex, g->machine_pid);
+	else
+		printf("  kernel: no guest build-id (%s)\n", g->notes_why);
+}
+
 static void summary(const struct merge_ctx *m, const char *out)
 {
 	const struct merge_losses *l = &m->guest.loss;
@@ -194,6 +242,7 @@ static void summary(const struct merge_ctx *m, const char *out)
 		{ "vCPU spools without this session's begin marker", l->dropped_cpus },
 		{ "stale bytes skipped before begin markers", l->stale_bytes },
 		{ "host records out of order", m->host.out_of_order },
+		{ "guest times outside the session window, clamped", l->outside_window },
 	};
 
 	printf("merge summary\n");
@@ -209,12 +258,9 @@ static void summary(const struct merge_ctx *m, const char *out)
 		printf("  vm pid: qemu_pid unknown, stand-in machine_pid %" PRIu64 " used\n", m->guest.machine_pid);
 	else if (m->guest.present)
 		printf("  vm pid: %" PRIu64 "\n", m->guest.machine_pid);
-	if (m->guest.clock_aligned)
-		printf("  clock:  aligned (%s, %zu segments, %" PRIu64 " samples, error bound %" PRIu64 " ns)\n",
-		       m->guest.clock.method, m->guest.clock.n, m->guest.clock.samples,
-		       m->guest.clock.error_bound_ns);
-	else if (m->guest.present)
-		printf("  clock:  UNALIGNED (no usable clock.ini: guest times used as host times)\n");
+	summary_clock(&m->guest);
+	summary_vcpu(m);
+	summary_build_id(&m->guest);
 	printf("  losses:%s\n", m->guest.present || m->host.out_of_order ? "" : " none");
 	for (size_t i = 0; i < ARRAY_SIZE(loss); i++)
 		if (loss[i].n)
@@ -223,9 +269,32 @@ static void summary(const struct merge_ctx *m, const char *out)
 		printf("  output: %s (%lld bytes%s)\n", out, (long long)st.st_size, m->zstd ? ", zstd" : "");
 }
 
+/* merge.ini in the session dir: what this merge did about the clock and the vCPUs (best effort:
+ * a read-only session dir only loses this file). */
+static void merge_info(const struct merge_ctx *m, const struct merge_options *o)
+{
+	const struct merge_guest *g = &m->guest;
+	char path[PATH_MAX];
+	FILE *f;
+
+	if (!g->present || snprintf(path, sizeof(path), "%s/merge.ini", o->session_dir) >= (int)sizeof(path) ||
+	    !(f = fopen(path, "w"))) {
+		if (g->present)
+			log_warn("%s: cannot write merge.ini: %s", o->session_dir, strerror(errno));
+		return;
+	}
+	fprintf(f, "output=%s\nclock_method=%s\nclock_aligned=%d\nclock_recovered=%d\nclock_samples=%" PRIu64
+		   "\nclock_error_bound_ns=%" PRIu64 "\nguest_outside_window=%" PRIu64 "\nvcpu_cpu=%s\n"
+		   "vcpu_fallback_records=%" PRIu64 "\nguest_samples=%" PRIu64 "\n",
+		o->output, g->clock_aligned ? g->clock.method : "none", g->clock_aligned, g->clock_recovered,
+		g->clock.samples, g->clock.error_bound_ns, g->loss.outside_window,
+		m->vcpu.why[0] ? "fallback" : "host_sched_switch", m->vcpu.fallback_samples, m->guest_samples);
+	fclose(f);
+}
+
 static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 {
-	char why[512] = "", path[PATH_MAX];
+	char why[512] = "", path[PATH_MAX] = "";
 	int r = merge_guest_load(&m->guest, o->session_dir, why, sizeof(why));
 
 	if (r < 0 && !m->guest.session_read) {
@@ -248,6 +317,8 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		log_error("%s: %s", o->session_dir, why);
 		return r;
 	}
+	if ((r = merge_vcpu_init(&m->vcpu, &m->guest, &m->host, m->host.present ? &m->td : NULL, path)) < 0)
+		return r;
 	if (m->guest.present && (r = merge_guest_scan(&m->guest)) < 0)
 		return r;
 	return merge_out_attrs(m);
@@ -279,10 +350,12 @@ int merge_run(const struct merge_options *o)
 		goto out;
 	}
 	summary(m, o->output);
+	merge_info(m, o);
 out:
 	perf_writer_free(m->w);
 	merge_out_free(m);
 	merge_host_free(&m->host);
 	merge_guest_free(&m->guest);
+	merge_vcpu_free(&m->vcpu);
 	return r;
 }

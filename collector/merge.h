@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "clock_apply.h"
+#include "elf_notes.h"
 #include "ftrace_page.h"
 #include "perf_file.h"
 #include "tep_format.h"
@@ -35,6 +36,7 @@ struct merge_losses {
 	uint64_t damaged_pages, bad_events, unknown_event_ids, backwards_ts, oversized_events;
 	uint64_t ring_missed_pages, ring_lost_events, transport_missing_pages;
 	uint64_t dropped_formats, dropped_cpus, stale_bytes;
+	uint64_t outside_window; /* converted times clamped into the session window */
 };
 
 /* One guest event format, remapped. */
@@ -50,8 +52,9 @@ struct guest_event {
 };
 
 struct guest_task {
-	int32_t pid;
-	char comm[16];
+	int32_t pid, tgid;
+	bool used;
+	char comm[16]; /* empty: name unknown */
 };
 
 /* One vCPU's spool, walked page by page. */
@@ -93,6 +96,13 @@ struct merge_guest {
 	struct guest_task *tasks;
 	struct clock_map clock;
 	bool clock_aligned;
+	bool clock_recovered;      /* fitted here from clock.samples; clock.ini written */
+	char clock_why[160];       /* why unaligned, or what the recovery did */
+	uint64_t started_ns, stopped_ns; /* session.ini host CLOCK_MONOTONIC; 0 = absent */
+	uint64_t window_lo, window_hi;   /* guest times are clamped into this (0, UINT64_MAX: none) */
+	uint8_t build_id[ELF_NOTES_BUILD_ID_MAX];
+	size_t build_id_len;       /* 0: none (notes_why says why) */
+	char notes_why[96];
 	uint64_t id_base; /* sample id of (event e, vcpu c) = id_base + e * ncpus + c */
 	struct merge_losses loss;
 };
@@ -109,6 +119,56 @@ int merge_guest_rewind(struct merge_guest *g);
 /* Fills cpu->head (or pending loss); false when the cpu is exhausted. */
 bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c);
 void merge_guest_free(struct merge_guest *g);
+
+/* merge-meta.c: the guest's task names and tgids, kernel build-id, and the clock (with the
+ * recovery fit from clock.samples and the session window). Missing parts are noted, not fatal. */
+void merge_meta_tasks(struct merge_guest *g, int dfd);
+/* Records a task name (first name seen wins; bounded; cleaned to printable). */
+void merge_meta_task_learn(struct merge_guest *g, int32_t pid, const char *comm, size_t len);
+/* The thread group of a guest task (pid itself when unknown). */
+int32_t merge_meta_tgid(const struct merge_guest *g, int32_t pid);
+void merge_meta_notes(struct merge_guest *g, int dfd);
+void merge_meta_clock(struct merge_guest *g, int dfd);
+/* Guest raw time → host time, clamped into the session window (counted in loss). */
+uint64_t merge_meta_time(struct merge_guest *g, uint64_t raw);
+
+/* vCPU → host CPU, from the host recording: QEMU's "CPU n/KVM" threads (COMM records of
+ * qemu_pid) and host sched:sched_switch samples of them. Bounded: per-vCPU state only. */
+struct vcpu_tid {
+	int32_t tid;
+	uint32_t vcpu;
+};
+
+struct merge_vcpu {
+	uint32_t n;                /* guest vCPUs */
+	int32_t *tid;              /* vCPU → host tid of its thread, -1 unknown */
+	int32_t *cpu;              /* vCPU → host CPU it is (or was last) on, -1 unknown */
+	uint64_t *first_ts;        /* pre-pass: time of its first host sched_switch */
+	struct vcpu_tid *by_tid;   /* sorted by tid */
+	size_t n_tids;
+	uint32_t named;            /* vCPUs with a named thread */
+	int sw_attr;               /* host attr of sched:sched_switch, -1 */
+	uint32_t prev_pid_off, next_pid_off;
+	uint64_t switches;         /* sched_switch samples involving vCPU threads (main pass) */
+	uint64_t fallback_samples; /* guest records that got the vCPU number */
+	char why[200];             /* non-empty: the mapping is off, and why */
+};
+
+struct tracing_data;
+struct merge_host;
+
+/* Sets up the mapping: finds the sched_switch attr and its fields in the host's tracing data,
+ * then reads the host recording at host_path once for vCPU thread names and first CPUs. On any
+ * gap v->why says why guest samples get their vCPU number instead. Only -ENOMEM is an error. */
+int merge_vcpu_init(struct merge_vcpu *v, const struct merge_guest *g, const struct merge_host *h,
+		    const struct tracing_data *td, const char *host_path);
+/* Follows one timed host record (written in time order). */
+void merge_vcpu_host(struct merge_vcpu *v, const struct merge_host *h, const struct perf_event_header *rec);
+/* Host CPU of vcpu at the current time; the vCPU number when unknown (counted). */
+uint32_t merge_vcpu_cpu(struct merge_vcpu *v, uint32_t vcpu);
+/* Host tid of vcpu's thread, -1 when unknown. */
+int32_t merge_vcpu_tid(const struct merge_vcpu *v, uint32_t vcpu);
+void merge_vcpu_free(struct merge_vcpu *v);
 
 /* Host recording, streamed with round buffering. */
 struct host_rec {

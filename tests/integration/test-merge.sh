@@ -36,8 +36,9 @@ capture() {
 }
 expected() { sed -n 's/^read_events=//p' "$1/expected.ini"; }
 # Counts of perf script lines: host lines (no guest_ prefix) and guest lines.
-nguest() { "$PERF" script -i "$1" 2>/dev/null | grep -c ' guest_'; }
-nhost() { "$PERF" script -i "$1" 2>/dev/null | grep -vc -e ' guest_' -e '^$'; }
+# (by the event field only: host -a recordings of cpu-clock print symbols, some named guest_*)
+nguest() { "$PERF" script -i "$1" -F event 2>/dev/null | grep -c '^ *guest_'; }
+nhost() { "$PERF" script -i "$1" -F event 2>/dev/null | grep -vc -e '^ *guest_' -e '^$'; }
 no_warnings() { local e; e=$("$PERF" script -i "$1" 2>&1 >/dev/null); [ -z "$e" ] || { echo "$e" >&2; return 1; }; }
 sorted() { "$PERF" script -i "$1" -F time 2>/dev/null | tr -d ' :' | sort -c -g; }
 stats_of() { "$PERF" report -i "$1" --stats 2>/dev/null | awk -v ev="$2" '$1 == ev && $2 == "stats:" {f=1; next} f && /SAMPLE events/ {print $3; exit}'; }

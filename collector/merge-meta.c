@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Guest metadata for the merge beyond the event formats: task names (saved_cmdlines and the
+ * events themselves) with their thread groups (saved_tgids), the kernel build-id (guest/notes),
+ * and the guest→host clock: clock.ini, or a fit of clock.samples when the daemon died before
+ * writing clock.ini (recovery), bounded by the session window. All of it came from the guest
+ * or from a crashed daemon: validated, and a missing part is noted, never fatal. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "clockfit.h"
+#include "merge.h"
+#include "util.h"
+
+#define META_MAX (16u << 20)
+#define INI_MAX (64u << 10)
+#define CLOCK_SAMPLES_MAX (4u << 20)
+
+static struct guest_task *task_slot(const struct merge_guest *g, int32_t pid)
+{
+	uint32_t h = ((uint32_t)pid * 2654435761u) % (2 * MERGE_MAX_TASKS);
+
+	for (;; h = (h + 1) % (2 * MERGE_MAX_TASKS)) {
+		struct guest_task *t = &g->tasks[h];
+
+		if (!t->used || t->pid == pid)
+			return t;
+	}
+}
+
+/* The slot of pid, claimed if new; NULL when the table is full (at most MERGE_MAX_TASKS). */
+static struct guest_task *task_get(struct merge_guest *g, int32_t pid)
+{
+	struct guest_task *t;
+
+	if (pid < 0 || !g->tasks)
+		return NULL;
+	t = task_slot(g, pid);
+	if (t->used)
+		return t;
+	if (g->n_tasks >= MERGE_MAX_TASKS)
+		return NULL;
+	*t = (struct guest_task){ .pid = pid, .tgid = pid, .used = true };
+	g->n_tasks++;
+	return t;
+}
+
+void merge_meta_task_learn(struct merge_guest *g, int32_t pid, const char *comm, size_t len)
+{
+	struct guest_task *t = task_get(g, pid);
+	size_t n = 0;
+
+	if (!t || t->comm[0])
+		return;
+	for (; n < len && n < sizeof(t->comm) - 1 && comm[n]; n++)
+		t->comm[n] = (comm[n] >= 0x20 && comm[n] < 0x7f) ? comm[n] : '?';
+	t->comm[n] = '\0';
+}
+
+int32_t merge_meta_tgid(const struct merge_guest *g, int32_t pid)
+{
+	const struct guest_task *t;
+
+	if (pid < 0 || !g->tasks)
+		return pid;
+	t = task_slot(g, pid);
+	return t->used ? t->tgid : pid;
+}
+
+/* Calls fn(g, a, b, rest) for each "A B..." line of a guest file whose A parses as a pid. */
+static void each_line(struct merge_guest *g, int dfd, const char *path,
+		      void (*fn)(struct merge_guest *g, int32_t a, const char *rest))
+{
+	_cleanup_free_ char *text = NULL;
+	char *save = NULL;
+
+	if (util_read_file_at(dfd, path, META_MAX, &text, NULL) < 0)
+		return;
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *sp = strchr(l, ' ');
+		uint64_t pid;
+
+		if (!sp)
+			continue;
+		*sp = '\0';
+		if (util_parse_u64(l, INT32_MAX, &pid) == 0)
+			fn(g, (int32_t)pid, sp + 1);
+	}
+}
+
+static void cmdline_line(struct merge_guest *g, int32_t pid, const char *comm)
+{
+	merge_meta_task_learn(g, pid, comm, strlen(comm));
+}
+
+/* saved_tgids: "pid tgid" per line. */
+static void tgid_line(struct merge_guest *g, int32_t pid, const char *rest)
+{
+	struct guest_task *t;
+	uint64_t tgid;
+
+	if (util_parse_u64(rest, INT32_MAX, &tgid) < 0 || !(t = task_get(g, pid)))
+		return;
+	t->tgid = (int32_t)tgid;
+}
+
+void merge_meta_tasks(struct merge_guest *g, int dfd)
+{
+	g->tasks = calloc(2 * MERGE_MAX_TASKS, sizeof(*g->tasks));
+	if (!g->tasks)
+		return;
+	each_line(g, dfd, "guest/saved_cmdlines", cmdline_line);
+	each_line(g, dfd, "guest/saved_tgids", tgid_line);
+}
+
+void merge_meta_notes(struct merge_guest *g, int dfd)
+{
+	_cleanup_free_ char *notes = NULL;
+	size_t len;
+	int r;
+
+	if (util_read_file_at(dfd, "guest/notes", META_MAX, &notes, &len) < 0) {
+		snprintf(g->notes_why, sizeof(g->notes_why), "no guest/notes");
+		return;
+	}
+	r = elf_notes_build_id(notes, len, g->build_id, &g->build_id_len);
+	if (r == -ENOENT)
+		snprintf(g->notes_why, sizeof(g->notes_why), "guest/notes has no GNU build-id note");
+	else if (r < 0)
+		snprintf(g->notes_why, sizeof(g->notes_why), "guest/notes is malformed (%s)", strerror(-r));
+}
+
+/* clock.ini text for a fit of clock.samples; *why says what failed. */
+static int fit_samples(int dfd, char **ret_text, size_t *ret_len, char *why, size_t whylen)
+{
+	_cleanup_free_ struct clock_sample *s = NULL;
+	struct clock_fit fit;
+	size_t n = 0, line = 0;
+	int fd = openat(dfd, "clock.samples", O_RDONLY | O_CLOEXEC | O_NOFOLLOW), r;
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		snprintf(why, whylen, "no clock.ini and no clock.samples");
+		return -ENOENT;
+	}
+	r = clockfit_read_samples(f, CLOCK_SAMPLES_MAX, &s, &n, &line);
+	fclose(f);
+	if (r < 0) {
+		snprintf(why, whylen, "clock.samples line %zu is malformed (%s)", line, strerror(-r));
+		return r;
+	}
+	if ((r = clockfit_fit(s, n, &fit)) < 0) {
+		snprintf(why, whylen, "clock.samples holds no usable probe (%zu lines)", n);
+		return r;
+	}
+	if (!(f = open_memstream(ret_text, ret_len)))
+		return -ENOMEM;
+	r = clockfit_write_ini(f, "ptp", &fit);
+	return fclose(f) < 0 || r < 0 ? -EIO : 0;
+}
+
+/* Writes clock.ini atomically (tmp + rename); failure leaves the fit in memory only. */
+static int write_clock_ini(int dfd, const char *text, size_t len)
+{
+	_cleanup_close_ int fd = openat(dfd, "clock.ini.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+	if (fd < 0)
+		return -errno;
+	if (util_write_full(fd, text, len) < 0 || fsync(fd) < 0 || renameat(dfd, "clock.ini.tmp", dfd, "clock.ini") < 0) {
+		int r = -errno;
+
+		unlinkat(dfd, "clock.ini.tmp", 0);
+		return r ? r : -EIO;
+	}
+	return 0;
+}
+
+static void clock_recover(struct merge_guest *g, int dfd, bool have_ini)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	if (fit_samples(dfd, &text, &len, g->clock_why, sizeof(g->clock_why)) < 0)
+		return;
+	if (clock_apply_parse(text, len, &g->clock) < 0 || g->clock.n == 0) {
+		snprintf(g->clock_why, sizeof(g->clock_why), "the fit of clock.samples is unusable");
+		return;
+	}
+	g->clock_aligned = g->clock_recovered = true;
+	if (have_ini)
+		snprintf(g->clock_why, sizeof(g->clock_why), "clock.ini is malformed: fitted clock.samples, clock.ini kept");
+	else if ((r = write_clock_ini(dfd, text, len)) < 0)
+		snprintf(g->clock_why, sizeof(g->clock_why), "fitted clock.samples; cannot write clock.ini: %s", strerror(-r));
+	else
+		snprintf(g->clock_why, sizeof(g->clock_why), "fitted clock.samples, clock.ini written");
+}
+
+/* The window guest times must fall in: [started - bound, stopped + bound] (host monotonic). */
+static void clock_window(struct merge_guest *g)
+{
+	uint64_t eb = g->clock.error_bound_ns;
+
+	g->window_lo = 0;
+	g->window_hi = UINT64_MAX;
+	if (!g->clock_aligned || !g->started_ns)
+		return;
+	g->window_lo = g->started_ns > eb ? g->started_ns - eb : 1;
+	if (g->stopped_ns >= g->started_ns)
+		g->window_hi = g->stopped_ns > UINT64_MAX - eb ? UINT64_MAX : g->stopped_ns + eb;
+}
+
+void merge_meta_clock(struct merge_guest *g, int dfd)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	bool have_ini = util_read_file_at(dfd, "clock.ini", INI_MAX, &text, &len) == 0;
+
+	if (!have_ini || clock_apply_parse(text, len, &g->clock) < 0)
+		clock_recover(g, dfd, have_ini);
+	else if (g->clock.n == 0)
+		snprintf(g->clock_why, sizeof(g->clock_why), "clock.ini has no segments (method %s)", g->clock.method);
+	else
+		g->clock_aligned = true;
+	clock_window(g);
+}
+
+uint64_t merge_meta_time(struct merge_guest *g, uint64_t raw)
+{
+	uint64_t t = clock_apply(&g->clock, raw);
+
+	if (t < g->window_lo || t > g->window_hi) {
+		g->loss.outside_window++;
+		t = t < g->window_lo ? g->window_lo : g->window_hi;
+	}
+	return t;
+}
