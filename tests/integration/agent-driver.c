@@ -785,6 +785,33 @@ TEST(host_goes_away_and_returns)
 	CHECK(!instance_exists(&d));
 }
 
+/* SIGTERM mid-session: tracing off, streams closed with their end markers, instance gone, exit 0. */
+TEST(sigterm_while_tracing)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct vt_cpu_stats st[MAXCPU];
+	int status = -1;
+
+	CHECK(drv_up(&d, "sigterm", -1) == 0);
+	CHECK(drv_start(&d, 11) == 0);
+	CHECK(write_markers(&d, 0, 1000) == 0);
+	kill(d.pid, SIGTERM);
+	waitpid(d.pid, &status, 0);
+	d.pid = 0;
+	capture_end(&d);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(!instance_exists(&d));
+	for (unsigned c = 0; c < d.ncpus; c++) {
+		struct vt_marker e;
+
+		CHECK(d.cap[c].len >= 8192);
+		CHECK(vt_marker_decode(d.cap[c].data + d.cap[c].len - 4096, 4096, &e) == 1);
+		CHECK(e.kind == VT_MARKER_END);
+		st[c] = e.stats;
+	}
+	CHECK(check_session(&d, 11, 1000, st, 0, NULL) == 0);
+}
+
 TEST(missing_data_port)
 {
 	_cleanup_drv_ struct drv d = { 0 };
