@@ -37,7 +37,8 @@ struct event_spec {
 };
 /* Parses "sys:event,sys:*,sys"; on -EINVAL *ret_bad (if given) names the bad item. */
 int events_parse(const char *list, struct event_spec **ret, size_t *ret_n, char **ret_bad);
-/* Writes the canonical form ("sys:*" for whole systems) into a new string. */
+/* Writes the canonical form ("sys:*" for whole systems) into a new string; -E2BIG past
+ * VT_PROTO_MAX_STR. */
 int events_format(const struct event_spec *ev, size_t n, char **ret);
 
 /* ---- tracefs.c: tracefs mount, our instance, events, clock, buffer, stats ---- */

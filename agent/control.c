@@ -123,8 +123,9 @@ static int control_config_new(struct agent *a, const struct vt_msg *m, struct ag
 	if (events && events_parse(events, &ev, &n, NULL) == 0) {
 		free(events);
 		events = NULL;
-		if (events_format(ev, n, &events) < 0)
-			return -ENOMEM;
+		r = events_format(ev, n, &events);
+		if (r < 0)
+			return r;
 	}
 	return config_set(c, events ? events : a->cfg.events, clock ? clock : a->cfg.clock, kb);
 }
@@ -144,7 +145,9 @@ static void control_config(struct agent *a, const struct vt_msg *m, struct vt_bu
 	if (r == 0)
 		r = tracefs_config_check(&a->tfs, &c, &msg);
 	if (r < 0) {
-		control_error(out, m->hdr.seq, r, "%s", msg ? msg : "malformed CONFIG message");
+		control_error(out, m->hdr.seq, r, "%s", msg ? msg : r == -E2BIG ?
+			      "event list too long: name whole systems (sys) instead of many events" :
+			      "malformed CONFIG message");
 		config_free(&c);
 		return;
 	}

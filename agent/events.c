@@ -88,6 +88,11 @@ int events_format(const struct event_spec *ev, size_t n, char **ret)
 	for (size_t i = 0; i < n; i++)
 		len += (size_t)snprintf(s + len, cap - len, "%s%s:%s", i ? "," : "", ev[i].sys,
 					ev[i].name[0] ? ev[i].name : "*");
+	/* "sys" grows to "sys:*": keep within what a string attribute may carry. */
+	if (len > VT_PROTO_MAX_STR) {
+		free(s);
+		return -E2BIG;
+	}
 	*ret = s;
 	return 0;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Fuzz target: the agent's parser of CONFIG's event list (host bytes reaching the guest). */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (events_parse(list, &ev, &n, &bad) == 0) {
 		/* The canonical form parses back to the same list. */
-		if (events_format(ev, n, &canon) < 0 || events_parse(canon, &ev2, &n2, NULL) < 0 ||
-		    n2 != n || memcmp(ev, ev2, n * sizeof(*ev)) != 0)
+		int r = events_format(ev, n, &canon);
+
+		if (r < 0 && r != -E2BIG)
+			abort();
+		if (r == 0 && (events_parse(canon, &ev2, &n2, NULL) < 0 || n2 != n ||
+			       memcmp(ev, ev2, n * sizeof(*ev)) != 0))
 			abort();
 		for (size_t i = 0; i < n; i++)
 			if (!ev[i].sys[0] || strlen(ev[i].sys) >= EVENTS_NAME_MAX)
