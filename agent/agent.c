@@ -77,7 +77,8 @@ static void agent_ctl_open(struct agent *a)
 		agent_backoff(a);
 		return;
 	}
-	if (vt_reader_init(&a->rd) < 0) {
+	if (fcntl(a->ctl_fd, F_SETFL, fcntl(a->ctl_fd, F_GETFL) | O_NONBLOCK) < 0 ||
+	    vt_reader_init(&a->rd) < 0) {
 		close(a->ctl_fd);
 		a->ctl_fd = -1;
 		agent_backoff(a);
@@ -86,12 +87,53 @@ static void agent_ctl_open(struct agent *a)
 	log_debug("control port open");
 }
 
+static void agent_signal(struct agent *a)
+{
+	struct signalfd_siginfo si;
+
+	if (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+		log_info("signal %u: stopping", si.ssi_signo);
+		a->quit = true;
+	}
+}
+
+/* Writes the whole reply; a host that stops reading cannot keep SIGTERM from us. */
+static int agent_write(struct agent *a, const uint8_t *p, size_t len)
+{
+	struct pollfd pfd[2] = { { .fd = a->ctl_fd, .events = POLLOUT }, { .fd = a->sig_fd, .events = POLLIN } };
+
+	while (len > 0) {
+		ssize_t n = write(a->ctl_fd, p, len);
+
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -EPIPE;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+			return -errno;
+		if (pfd[1].revents & POLLIN) {
+			agent_signal(a);
+			return -ECANCELED;
+		}
+		if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL))
+			return -EPIPE;
+	}
+	return 0;
+}
+
 static void agent_reply(struct agent *a, struct vt_buf *out)
 {
 	int r = 0;
 
 	if (out->len > 0 && a->ctl_fd >= 0)
-		r = util_write_full(a->ctl_fd, out->data, out->len);
+		r = agent_write(a, out->data, out->len);
 	out->len = 0;
 	out->oom = false;
 	if (r < 0) {
@@ -149,16 +191,6 @@ static void agent_ctl_read(struct agent *a)
 	a->backoff_ms = AGENT_BACKOFF_MIN_MS;
 	vt_reader_commit(&a->rd, (size_t)n);
 	agent_dispatch(a);
-}
-
-static void agent_signal(struct agent *a)
-{
-	struct signalfd_siginfo si;
-
-	if (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-		log_info("signal %u: stopping", si.ssi_signo);
-		a->quit = true;
-	}
 }
 
 static void agent_loop(struct agent *a)
@@ -220,6 +252,8 @@ static int agent_first_open(struct agent *a)
 		agent_backoff(a);
 		return 0;
 	}
+	if (fcntl(a->ctl_fd, F_SETFL, fcntl(a->ctl_fd, F_GETFL) | O_NONBLOCK) < 0)
+		return -errno;
 	return vt_reader_init(&a->rd);
 }
 

@@ -1,37 +1,44 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# What the agent costs where it runs: its CPU time (utime+stime from /proc/PID/stat) as % of
+# What the agent costs where it runs: its CPU time (utime+stime of all its threads, from
+# wait4's rusage, i.e. /proc/PID/stat's fields at µs resolution) as % of
 # one CPU, and the events it makes itself (events recorded while it streams ÷ events
 # recorded with no reader at all), against a read()/write() copy loop (cat trace_pipe_raw).
 # Runs on this machine's own tracefs, in instances vt_agent_test_bench*, as root, with
-# events sched, irq, timer and a small workload (a 5 ms sleep loop per CPU).
-#   bench/agent-cost.sh [SECONDS] [ROUNDS]      (defaults 5 and 3)
+# events sched, irq, timer and a small fixed workload (per CPU, ITERATIONS
+# forks of 'sleep 0.005', pinned).
+#   bench/agent-cost.sh [ITERATIONS] [ROUNDS]      (defaults 400 and 5)
 # The agent is driven over unix-socket ports by a small python host (the protocol of
 # docs/protocol.md); data is read and thrown away.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 agent=${TRACE_AGENT:-$top/build/agent/trace-agent}
-secs=${1:-5}
-rounds=${2:-3}
+iters=${1:-400}
+rounds=${2:-5}
 [ "$(id -u)" -eq 0 ] || { echo "agent-cost: run as root" >&2; exit 1; }
 [ -x "$agent" ] || { echo "agent-cost: no $agent: build first (ninja -C build)" >&2; exit 1; }
 [ -d /sys/kernel/tracing/instances ] || mount -t tracefs nodev /sys/kernel/tracing
-exec python3 - "$agent" "$secs" "$rounds" <<'PY'
+exec python3 - "$agent" "$iters" "$rounds" <<'PY'
 import os, socket, struct, subprocess, sys, tempfile, threading, time
 
-agent, secs, rounds = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+agent, iters, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 T = "/sys/kernel/tracing"
 ncpu = os.sysconf("SC_NPROCESSORS_CONF")
-hz = os.sysconf("SC_CLK_TCK")
 EVENTS = "sched,irq,timer"
 
-def cpu_ticks(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return int(f[11]) + int(f[12])
+def spawn(argv):
+    null = [(os.POSIX_SPAWN_OPEN, fd, "/dev/null", os.O_WRONLY, 0) for fd in (1, 2)]
+    return os.posix_spawnp(argv[0], argv, os.environ, file_actions=null)
+
+def reap_cpu(pid, sig):
+    # utime+stime of the whole process, all threads, microsecond resolution (wait4).
+    os.kill(pid, sig)
+    _, _, ru = os.wait4(pid, 0)
+    return ru.ru_utime + ru.ru_stime
 
 def workload():
     procs = [subprocess.Popen(["taskset", "-c", str(c), "sh", "-c",
-              f"end=$(($(date +%s)+{int(secs)})); while [ $(date +%s) -lt $end ]; do sleep 0.005; done"])
+              f"i=0; while [ $i -lt {iters} ]; do sleep 0.005; i=$((i+1)); done"])
              for c in range(ncpu)]
     for p in procs:
         p.wait()
@@ -96,18 +103,16 @@ def run_cat():
     try:
         for e in EVENTS.split(","):
             open(f"{d}/events/{e}/enable", "w").write("1")
-        cats = [subprocess.Popen(["taskset", "-c", str(c), "cat", f"{d}/per_cpu/cpu{c}/trace_pipe_raw"],
-                                 stdout=subprocess.DEVNULL) for c in range(ncpu)]
+        cats = [spawn(["taskset", "-c", str(c), "cat", f"{d}/per_cpu/cpu{c}/trace_pipe_raw"])
+                for c in range(ncpu)]
         t0 = time.monotonic()
         workload()
         open(f"{d}/tracing_on", "w").write("0")
         time.sleep(0.2)
-        ticks = sum(cpu_ticks(p.pid) for p in cats)
         wall = time.monotonic() - t0
-        for p in cats:
-            p.kill(); p.wait()
+        cpu = sum(reap_cpu(p, 9) for p in cats)
         st = ring_stats(inst)
-        return 100.0 * ticks / hz / wall, st["entries"] + st["overrun"] + st["read events"]
+        return 100.0 * cpu / wall, st["entries"] + st["overrun"] + st["read events"]
     finally:
         open(f"{d}/events/enable", "w").write("0")
         os.rmdir(d)
@@ -120,8 +125,7 @@ def run_agent():
         return s
     ctl_l = listen("agent-ctl-path")
     data_l = [listen(f"trace-path-cpu{c}") for c in range(ncpu)]
-    ag = subprocess.Popen([agent, "--ports-dir", tmp, "--instance", "vt_agent_test_bench"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ag = spawn([agent, "--ports-dir", tmp, "--instance", "vt_agent_test_bench"])
     try:
         ctl, _ = ctl_l.accept()
         ctl.sendall(frame(4, 1, [(9, EVENTS.encode()), (10, b"mono")]))
@@ -131,21 +135,24 @@ def run_agent():
             t.start()
         ctl.sendall(frame(8, 2, [(12, struct.pack("<Q", 1))]))
         assert recv_frame(ctl)[0] == 2
-        t0, k0 = time.monotonic(), cpu_ticks(ag.pid)
+        t0 = time.monotonic()
         workload()
         ctl.sendall(frame(9, 3))
         typ, attrs = recv_frame(ctl)
         assert typ == 10
-        ticks, wall = cpu_ticks(ag.pid) - k0, time.monotonic() - t0
+        wall = time.monotonic() - t0
         for t in th:
             t.join()
+        cpu = reap_cpu(ag, 15)   # its whole life: setup, the session, teardown
+        ag = None
         ev = 0
         for i in range(ncpu):
             s = struct.unpack_from("<Ii8Q", attrs[18], 72 * i)
             ev += s[4] + s[5] + s[9]   # entries + overrun + read events
-        return 100.0 * ticks / hz / wall, ev
+        return 100.0 * cpu / wall, ev
     finally:
-        ag.terminate(); ag.wait()
+        if ag:
+            os.kill(ag, 15); os.waitpid(ag, 0)
         subprocess.run(["rm", "-rf", tmp])
 
 res = {"native": [], "agent": [], "cat": []}
