@@ -207,9 +207,10 @@ static void drv_print_log(const struct drv *d)
 /* SIGTERM the agent: its exit status (or -1). */
 static int drv_down(struct drv *d)
 {
-	int status = -1;
+	int status = 0;
 
 	if (d->pid > 0) {
+		status = -1;
 		kill(d->pid, SIGTERM);
 		waitpid(d->pid, &status, 0);
 		d->pid = 0;
