@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* trace-agent private header. */
+/* trace-agent private header: one banner per file. */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "proto.h"
 
 struct agent_options {
 	const char *tracefs;   /* NULL: find it */
@@ -11,5 +15,126 @@ struct agent_options {
 	const char *instance;  /* ftrace instance name */
 	uint64_t pipe_max;     /* cap on the splice pipe size, bytes */
 };
+
+#define AGENT_DEFAULT_EVENTS "sched,irq,timer"
+#define AGENT_DEFAULT_CLOCK "mono"
+#define AGENT_BUFFER_KB_MIN 4u
+#define AGENT_BUFFER_KB_MAX (4u << 20) /* 4 GiB per CPU */
+
+/* What the host asked for; applied to the instance at CONFIG (idle) and at START. */
+struct agent_config {
+	char *events;       /* comma list as validated, e.g. "sched:*,irq:irq_handler_entry" */
+	char *clock;        /* trace clock name */
+	uint32_t buffer_kb; /* 0: leave the instance's size */
+};
+
+/* ---- events.c: the event list the host sends (pure, fuzzed) ---- */
+#define EVENTS_NAME_MAX 128
+#define EVENTS_MAX 1024
+struct event_spec {
+	char sys[EVENTS_NAME_MAX];
+	char name[EVENTS_NAME_MAX]; /* "" = every event of sys */
+};
+/* Parses "sys:event,sys:*,sys"; on -EINVAL *ret_bad (if given) names the bad item. */
+int events_parse(const char *list, struct event_spec **ret, size_t *ret_n, char **ret_bad);
+/* Writes the canonical form ("sys:*" for whole systems) into a new string; -E2BIG past
+ * VT_PROTO_MAX_STR. */
+int events_format(const struct event_spec *ev, size_t n, char **ret);
+
+/* ---- tracefs.c: tracefs mount, our instance, events, clock, buffer, stats ---- */
+struct tracefs {
+	char *root;      /* tracefs mount */
+	char *inst_path; /* root/instances/NAME */
+	int inst_fd;     /* directory fd of the instance */
+};
+int tracefs_open(struct tracefs *t, const char *root_opt, const char *instance);
+/* Turns tracing off, disables events, removes the instance. */
+void tracefs_close(struct tracefs *t);
+int tracefs_write(const struct tracefs *t, const char *rel, const char *val);
+int tracefs_read(const struct tracefs *t, const char *rel, size_t max, char **ret);
+int tracefs_set_on(const struct tracefs *t, bool on);
+/* Empties the instance's rings (and their stats). */
+int tracefs_reset(const struct tracefs *t);
+/* The current clock name (the bracketed one) of the instance; malloc'd. */
+int tracefs_clock_current(const struct tracefs *t, char **ret);
+/* 0 if the config can be applied; else -errno and *ret_msg says what is wrong. */
+int tracefs_config_check(const struct tracefs *t, const struct agent_config *c, char **ret_msg);
+int tracefs_config_apply(const struct tracefs *t, const struct agent_config *c, char **ret_msg);
+/* Calls fn for every concrete event ("sys", "event") the list selects. */
+int tracefs_events_foreach(const struct tracefs *t, const char *list,
+			   int (*fn)(const char *sys, const char *ev, void *data), void *data);
+/* Reads per_cpu/cpuN/stats into the ring counters of *s. */
+int tracefs_cpu_stats(const struct tracefs *t, unsigned cpu, struct vt_cpu_stats *s);
+uint32_t tracefs_page_size(const struct tracefs *t);
+
+/* ---- ports.c: virtio-serial ports by name ---- */
+struct ports {
+	char *dir; /* directory of names, or NULL: look names up in /sys/class/virtio-ports */
+};
+int ports_find(struct ports *p, const char *dir_opt);
+void ports_free(struct ports *p);
+/* Opens (or, for a unix socket in a test ports dir, connects) the port called name. */
+int ports_open(const struct ports *p, const char *name, int *ret_fd);
+/* A user-facing description of where name was looked for. */
+const char *ports_where(const struct ports *p);
+
+/* ---- pump.c: one pinned thread per CPU, trace_pipe_raw -> pipe -> port ---- */
+struct pump_shared {
+	int stop_efd;  /* latched: drain, write the end marker, finish */
+	int abort_efd; /* latched: give up waiting for the port (agent exits) */
+	int ready_efd; /* counter: +1 per pump whose begin marker is out (or that failed) */
+	int done_efd;  /* counter: +1 per pump that finished */
+	uint64_t session;
+	uint32_t page_size;
+	size_t pipe_size;
+	const struct tracefs *tfs;
+	const struct ports *ports;
+};
+struct pump {
+	unsigned cpu;
+	bool thread_started;
+	pthread_t thread;
+	const struct pump_shared *sh;
+	struct vt_cpu_stats stats; /* owned by the thread until joined */
+};
+int pump_start(struct pump *p);
+void pump_join(struct pump *p);
+
+/* ---- agent.c / session.c / control.c / meta.c ---- */
+struct agent {
+	const struct agent_options *opts;
+	struct tracefs tfs;
+	struct ports ports;
+	unsigned ncpus;
+	uint32_t page_size;
+	size_t pipe_size;
+	struct agent_config cfg;
+	int ctl_fd, sig_fd, timer_fd;
+	unsigned backoff_ms;
+	struct vt_reader rd;
+	bool quit;
+	/* session */
+	bool tracing;
+	uint64_t session;
+	struct pump_shared sh;
+	struct pump *pumps;
+};
+
+void config_free(struct agent_config *c);
+int config_set(struct agent_config *c, const char *events, const char *clock, uint32_t buffer_kb);
+
+/* Starts a session; on failure *ret_msg says why (caller frees). */
+int session_start(struct agent *a, uint64_t id, char **ret_msg);
+/* Stops the session, filling stats (ncpus entries, caller frees). */
+int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats);
+
+/* Handles one decoded event of the control stream, appending replies to out. */
+void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out);
+void control_legacy(struct agent *a, char c);
+void control_error(struct vt_buf *out, uint32_t seq, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Appends META_FILE frames and META_END for the current config. */
+int meta_reply(struct agent *a, uint32_t seq, struct vt_buf *out);
 
 int agent_run(const struct agent_options *opts);

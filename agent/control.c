@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Control protocol handling on agent-ctl-path (docs/protocol.md §1): one handler per type. */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "agent.h"
+#include "config.h"
+#include "log.h"
+#include "util.h"
+
+typedef void (*control_fn)(struct agent *a, const struct vt_msg *m, struct vt_buf *out);
+
+void config_free(struct agent_config *c)
+{
+	free(c->events);
+	free(c->clock);
+	*c = (struct agent_config){ 0 };
+}
+
+int config_set(struct agent_config *c, const char *events, const char *clock, uint32_t buffer_kb)
+{
+	char *e = strdup(events), *k = strdup(clock);
+
+	if (!e || !k) {
+		free(e);
+		free(k);
+		return -ENOMEM;
+	}
+	config_free(c);
+	*c = (struct agent_config){ .events = e, .clock = k, .buffer_kb = buffer_kb };
+	return 0;
+}
+
+void control_error(struct vt_buf *out, uint32_t seq, int err, const char *fmt, ...)
+{
+	char msg[VT_PROTO_MAX_STR];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warn("error reply to the host: %s", msg);
+	vt_msg_begin(out, VT_MSG_ERROR, seq);
+	vt_put_u32(out, VT_A_ERRNO, (uint32_t)(err < 0 ? -err : err));
+	vt_put_str(out, VT_A_MESSAGE, msg);
+	(void)vt_msg_end(out);
+}
+
+static void control_ok(struct agent *a, uint32_t seq, struct vt_buf *out)
+{
+	vt_msg_begin(out, VT_MSG_OK, seq);
+	vt_put_u32(out, VT_A_STATE, a->tracing ? VT_STATE_TRACING : VT_STATE_IDLE);
+	(void)vt_msg_end(out);
+}
+
+static uint32_t control_buffer_kb(const struct agent *a)
+{
+	_cleanup_free_ char *s = NULL;
+
+	if (tracefs_read(&a->tfs, "buffer_size_kb", 4096, &s) < 0)
+		return 0;
+	return (uint32_t)strtoul(s, NULL, 10);
+}
+
+static void control_hello(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
+{
+	_cleanup_free_ char *clocks = NULL;
+	struct utsname u;
+
+	(void)uname(&u);
+	if (tracefs_read(&a->tfs, "trace_clock", VT_PROTO_MAX_STR, &clocks) == 0)
+		clocks[strcspn(clocks, "\n")] = '\0';
+	vt_msg_begin(out, VT_MSG_HELLO, m->hdr.seq);
+	vt_put_u32(out, VT_A_VERSION, VT_PROTO_VERSION);
+	vt_put_str(out, VT_A_AGENT_VERSION, VT_VERSION);
+	vt_put_u32(out, VT_A_NCPUS, a->ncpus);
+	vt_put_u32(out, VT_A_PAGE_SIZE, a->page_size);
+	vt_put_str(out, VT_A_RELEASE, u.release);
+	vt_put_str(out, VT_A_ARCH, u.machine);
+	vt_put_str(out, VT_A_CLOCKS, clocks ? clocks : "");
+	vt_put_u32(out, VT_A_STATE, a->tracing ? VT_STATE_TRACING : VT_STATE_IDLE);
+	if (a->tracing)
+		vt_put_u64(out, VT_A_SESSION_ACTIVE, a->session);
+	vt_put_str(out, VT_A_EVENTS, a->cfg.events);
+	vt_put_str(out, VT_A_CLOCK, a->cfg.clock);
+	vt_put_u32(out, VT_A_BUFFER_KB, a->cfg.buffer_kb ? a->cfg.buffer_kb : control_buffer_kb(a));
+	(void)vt_msg_end(out);
+}
+
+/* An optional string attribute: 0 (absent leaves *ret NULL) or -EBADMSG. */
+static int control_opt_str(const struct vt_msg *m, uint16_t tag, char **ret)
+{
+	int r = vt_msg_str(m, tag, VT_PROTO_MAX_STR, ret);
+
+	if (r == -ENOENT) {
+		*ret = NULL;
+		return 0;
+	}
+	return r;
+}
+
+/* Builds the new config from the message over the current one. */
+static int control_config_new(struct agent *a, const struct vt_msg *m, struct agent_config *c)
+{
+	_cleanup_free_ char *events = NULL, *clock = NULL;
+	_cleanup_free_ struct event_spec *ev = NULL;
+	uint32_t kb = a->cfg.buffer_kb;
+	size_t n;
+	int r;
+
+	if (control_opt_str(m, VT_A_EVENTS, &events) < 0 || control_opt_str(m, VT_A_CLOCK, &clock) < 0)
+		return -EBADMSG;
+	r = vt_msg_u32(m, VT_A_BUFFER_KB, &kb);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (events && events_parse(events, &ev, &n, NULL) == 0) {
+		free(events);
+		events = NULL;
+		r = events_format(ev, n, &events);
+		if (r < 0)
+			return r;
+	}
+	return config_set(c, events ? events : a->cfg.events, clock ? clock : a->cfg.clock, kb);
+}
+
+static void control_config(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
+{
+	struct agent_config c = { 0 };
+	_cleanup_free_ char *msg = NULL;
+	int r;
+
+	if (a->tracing) {
+		control_error(out, m->hdr.seq, EBUSY, "tracing session %" PRIu64 " is running: stop it "
+			      "before changing the config", a->session);
+		return;
+	}
+	r = control_config_new(a, m, &c);
+	if (r == 0)
+		r = tracefs_config_check(&a->tfs, &c, &msg);
+	if (r < 0) {
+		control_error(out, m->hdr.seq, r, "%s", msg ? msg : r == -E2BIG ?
+			      "event list too long: name whole systems (sys) instead of many events" :
+			      "malformed CONFIG message");
+		config_free(&c);
+		return;
+	}
+	config_free(&a->cfg);
+	a->cfg = c;
+	log_info("config: events %s, clock %s, buffer %u KiB", c.events, c.clock, c.buffer_kb);
+	control_ok(a, m->hdr.seq, out);
+}
+
+static void control_meta(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
+{
+	size_t mark = out->len;
+	int r = meta_reply(a, m->hdr.seq, out);
+
+	if (r < 0) {
+		out->len = mark; /* no half reply: only the error */
+		out->oom = false;
+		control_error(out, m->hdr.seq, r, "cannot collect the metadata: %s", strerror(-r));
+	}
+}
+
+static void control_start(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
+{
+	_cleanup_free_ char *msg = NULL;
+	uint64_t id;
+	int r;
+
+	if (vt_msg_u64(m, VT_A_SESSION, &id) < 0) {
+		control_error(out, m->hdr.seq, EINVAL, "START needs a SESSION attribute (u64)");
+		return;
+	}
+	r = session_start(a, id, &msg);
+	if (r < 0) {
+		control_error(out, m->hdr.seq, r, "cannot start session %" PRIu64 ": %s", id,
+			      msg ? msg : strerror(-r));
+		return;
+	}
+	control_ok(a, m->hdr.seq, out);
+}
+
+static void control_stats_le(struct vt_cpu_stats *s)
+{
+	uint64_t *u[] = { &s->pages_sent, &s->bytes_sent, &s->entries, &s->overrun,
+			  &s->commit_overrun, &s->bytes, &s->dropped_events, &s->read_events };
+
+	s->cpu = htole32(s->cpu);
+	s->error = (int32_t)htole32((uint32_t)s->error);
+	for (size_t i = 0; i < ARRAY_SIZE(u); i++)
+		*u[i] = htole64(*u[i]);
+}
+
+static void control_stop(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
+{
+	_cleanup_free_ struct vt_cpu_stats *stats = NULL;
+	uint64_t id = a->session;
+	int r = session_stop(a, &stats);
+
+	if (r < 0) {
+		control_error(out, m->hdr.seq, r, r == -EALREADY ? "not tracing: nothing to stop"
+								 : "cannot stop: %s", strerror(-r));
+		return;
+	}
+	for (unsigned i = 0; i < a->ncpus; i++)
+		control_stats_le(&stats[i]);
+	vt_msg_begin(out, VT_MSG_STOPPED, m->hdr.seq);
+	vt_put_u64(out, VT_A_SESSION, id);
+	vt_put_bytes(out, VT_A_CPU_STATS, stats, a->ncpus * sizeof(*stats));
+	(void)vt_msg_end(out);
+}
+
+/* The user-space reading of a trace clock; -EOPNOTSUPP for clocks that have none. */
+static int control_clock_read(const char *clock, uint64_t *ret)
+{
+	static const struct {
+		const char *name;
+		clockid_t id;
+	} clocks[] = {
+		{ "mono", CLOCK_MONOTONIC }, { "mono_raw", CLOCK_MONOTONIC_RAW },
+		{ "boot", CLOCK_BOOTTIME }, { "tai", CLOCK_TAI },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++) {
+		if (!strcmp(clock, clocks[i].name)) {
+			*ret = util_now_ns(clocks[i].id);
+			return 0;
+		}
+	}
+#if defined(__x86_64__) || defined(__i386__)
+	if (!strcmp(clock, "x86-tsc")) {
+		*ret = __builtin_ia32_rdtsc();
+		return 0;
+	}
+#endif
+	return -EOPNOTSUPP;
+}
+
+static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
+{
+	uint64_t id, host = 0, guest = 0;
+	uint32_t mark = 0;
+	char line[64];
+
+	if (vt_msg_u64(m, VT_A_PROBE_ID, &id) < 0) {
+		control_error(out, m->hdr.seq, EINVAL, "PROBE needs a PROBE_ID attribute (u64)");
+		return;
+	}
+	(void)vt_msg_u64(m, VT_A_HOST_TIME, &host);
+	(void)vt_msg_u32(m, VT_A_MARK, &mark);
+	if (control_clock_read(a->cfg.clock, &guest) < 0) {
+		control_error(out, m->hdr.seq, EOPNOTSUPP, "trace clock '%s' has no user-space reading "
+			      "to probe: configure mono, boot, mono_raw, tai or x86-tsc", a->cfg.clock);
+		return;
+	}
+	if (mark == 1) {
+		snprintf(line, sizeof(line), "vt-probe %" PRIu64 "\n", id);
+		if (tracefs_write(&a->tfs, "trace_marker", line) < 0)
+			log_debug("trace_marker write failed: %m");
+		(void)control_clock_read(a->cfg.clock, &guest);
+	}
+	vt_msg_begin(out, VT_MSG_PROBE_REPLY, m->hdr.seq);
+	vt_put_u64(out, VT_A_PROBE_ID, id);
+	vt_put_u64(out, VT_A_HOST_TIME, host);
+	vt_put_u64(out, VT_A_GUEST_TIME, guest);
+	vt_put_str(out, VT_A_CLOCK, a->cfg.clock);
+	(void)vt_msg_end(out);
+}
+
+void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
+{
+	static const control_fn handlers[VT_MSG_TYPE_MAX] = {
+		[VT_MSG_HELLO] = control_hello, [VT_MSG_CONFIG] = control_config,
+		[VT_MSG_META_REQ] = control_meta, [VT_MSG_START] = control_start,
+		[VT_MSG_STOP] = control_stop, [VT_MSG_PROBE] = control_probe,
+	};
+	uint16_t type = m->hdr.type;
+
+	if (type >= VT_MSG_TYPE_MAX || !handlers[type]) {
+		control_error(out, m->hdr.seq, EOPNOTSUPP, "unknown or unexpected message type %u (%s)",
+			      type, vt_msg_type_name(type));
+		return;
+	}
+	if (vt_msg_validate(m) < 0) {
+		control_error(out, m->hdr.seq, EBADMSG, "malformed %s message: an attribute runs past "
+			      "the end of the frame", vt_msg_type_name(type));
+		return;
+	}
+	log_debug("control: %s seq %u", vt_msg_type_name(type), m->hdr.seq);
+	handlers[type](a, m, out);
+}
+
+/* The original tool's "1"/"0" lines: start with the defaults, stop; no reply. */
+void control_legacy(struct agent *a, char c)
+{
+	_cleanup_free_ struct vt_cpu_stats *stats = NULL;
+	_cleanup_free_ char *msg = NULL;
+	int r;
+
+	if (c == '0') {
+		r = session_stop(a, &stats);
+		if (r < 0 && r != -EALREADY)
+			log_error("legacy stop: %s", strerror(-r));
+		return;
+	}
+	if (a->tracing) {
+		log_info("legacy start: already tracing session %" PRIu64, a->session);
+		return;
+	}
+	r = config_set(&a->cfg, AGENT_DEFAULT_EVENTS, AGENT_DEFAULT_CLOCK, a->cfg.buffer_kb);
+	if (r == 0)
+		r = session_start(a, 0, &msg);
+	if (r < 0)
+		log_error("legacy start: %s", msg ? msg : strerror(-r));
+}

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Finding virtio-serial ports by name: /dev/virtio-ports/NAME (udev), else
+ * /sys/class/virtio-ports/vportNpM/name -> /dev/vportNpM, or a test directory. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "agent.h"
+#include "log.h"
+#include "util.h"
+
+#define PORTS_UDEV_DIR "/dev/virtio-ports"
+#define PORTS_SYSFS_DIR "/sys/class/virtio-ports"
+
+int ports_find(struct ports *p, const char *dir_opt)
+{
+	*p = (struct ports){ 0 };
+	if (dir_opt || access(PORTS_UDEV_DIR "/agent-ctl-path", F_OK) == 0) {
+		p->dir = strdup(dir_opt ? dir_opt : PORTS_UDEV_DIR);
+		return p->dir ? 0 : -ENOMEM;
+	}
+	if (access(PORTS_SYSFS_DIR, F_OK) == 0)
+		return 0;
+	log_error("no virtio-serial ports: neither %s nor %s exists; add the virtio-serial "
+		  "channels to the VM (see 'trace-collector setup --help') and load virtio_console",
+		  PORTS_UDEV_DIR, PORTS_SYSFS_DIR);
+	return -ENOENT;
+}
+
+void ports_free(struct ports *p)
+{
+	free(p->dir);
+	p->dir = NULL;
+}
+
+const char *ports_where(const struct ports *p)
+{
+	return p->dir ? p->dir : PORTS_SYSFS_DIR "/*/name";
+}
+
+/* Without udev: the vportNpM whose sysfs name file says name. */
+static int ports_sysfs_lookup(const char *name, char *path, size_t size)
+{
+	DIR *d = opendir(PORTS_SYSFS_DIR);
+	struct dirent *de;
+	int r = -ENOENT;
+
+	if (!d)
+		return -errno;
+	while (r == -ENOENT && (de = readdir(d))) {
+		_cleanup_free_ char *s = NULL;
+		char f[512];
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(f, sizeof(f), PORTS_SYSFS_DIR "/%s/name", de->d_name);
+		if (util_read_file(f, 4096, &s, NULL) < 0)
+			continue;
+		s[strcspn(s, "\n")] = '\0';
+		if (!strcmp(s, name)) {
+			snprintf(path, size, "/dev/%s", de->d_name);
+			r = 0;
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+/* Test ports dirs may hold unix sockets bound by the test: connect to them. */
+static int ports_connect(const char *path, int *ret_fd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int ports_open(const struct ports *p, const char *name, int *ret_fd)
+{
+	char path[4096];
+	struct stat st;
+	int fd, r;
+
+	if (p->dir)
+		snprintf(path, sizeof(path), "%s/%s", p->dir, name);
+	else if ((r = ports_sysfs_lookup(name, path, sizeof(path))) < 0)
+		return r;
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (S_ISSOCK(st.st_mode))
+		return ports_connect(path, ret_fd);
+	fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 0;
+}

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* One pinned thread per CPU: per_cpu/cpuN/trace_pipe_raw -> pipe -> trace-path-cpuN with
+ * splice, framed by begin/end marker pages (docs/protocol.md §2). Never exits the process:
+ * the result goes into the CPU's stats and main is woken through done_efd. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "marker.h"
+#include "util.h"
+
+#define PUMP_TAIL_MAX (1u << 20) /* bound on pages read() at stop */
+
+struct pump_io {
+	int raw, pipe_r, pipe_w, out;
+	size_t pipe_size;
+	uint32_t page_size;
+	const struct pump_shared *sh;
+	struct vt_cpu_stats *stats;
+};
+
+static void pump_io_close(struct pump_io *io)
+{
+	int *fds[] = { &io->raw, &io->pipe_r, &io->pipe_w, &io->out };
+
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+static void pump_signal(int efd)
+{
+	uint64_t one = 1;
+
+	if (write(efd, &one, sizeof(one)) < 0)
+		log_debug("eventfd write: %m");
+}
+
+/* Waits for fd to get events (POLLOUT/POLLIN) unless the agent aborts: 0, -ECANCELED, -EPIPE. */
+static int pump_wait(const struct pump_io *io, int fd, short events)
+{
+	struct pollfd pfd[2] = { { .fd = fd, .events = events },
+				 { .fd = io->sh->abort_efd, .events = POLLIN } };
+
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pfd[1].revents)
+			return -ECANCELED;
+		if (pfd[0].revents & events)
+			return 0;
+		if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL))
+			return -EPIPE;
+	}
+}
+
+/* Writes a whole buffer to the port, finishing short writes. */
+static int pump_write_all(const struct pump_io *io, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(io->out, (const char *)buf + done, len - done);
+		int r;
+
+		if (n > 0) {
+			done += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -EPIPE;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		r = pump_wait(io, io->out, POLLOUT);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int pump_marker(const struct pump_io *io, enum vt_marker_kind kind,
+		       const struct vt_cpu_stats *stats)
+{
+	_cleanup_free_ void *page = malloc(io->page_size);
+
+	if (!page)
+		return -ENOMEM;
+	vt_marker_encode(page, io->page_size, kind, io->sh->session, io->stats->cpu, stats);
+	return pump_write_all(io, page, io->page_size);
+}
+
+/* Moves len bytes from the pipe to the port, finishing partial transfers. */
+static int pump_flush(const struct pump_io *io, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = splice(io->pipe_r, NULL, io->out, NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		int r;
+
+		if (n > 0) {
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -EPIPE;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		r = pump_wait(io, io->out, POLLOUT);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Splices whole pages until the ring has no full page left (EAGAIN). */
+static int pump_splice_all(struct pump_io *io)
+{
+	for (;;) {
+		ssize_t n = splice(io->raw, NULL, io->pipe_w, NULL, io->pipe_size,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		int r;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		r = pump_flush(io, (size_t)n);
+		if (r < 0)
+			return r;
+		io->stats->pages_sent += (uint64_t)n / io->page_size;
+	}
+}
+
+/* splice leaves the last partial page in the ring: read() it, pad it to a page. */
+static int pump_read_tail(struct pump_io *io)
+{
+	_cleanup_free_ char *page = malloc(io->page_size);
+
+	if (!page)
+		return -ENOMEM;
+	for (unsigned i = 0; i < PUMP_TAIL_MAX; i++) {
+		ssize_t n = read(io->raw, page, io->page_size);
+		int r;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		memset(page + n, 0, io->page_size - (size_t)n);
+		r = pump_write_all(io, page, io->page_size);
+		if (r < 0)
+			return r;
+		io->stats->pages_sent++;
+	}
+	return 0;
+}
+
+/* Waits for ring data (pollable; buffer_percent sets when it wakes us) or stop. */
+static int pump_loop(struct pump_io *io)
+{
+	struct pollfd pfd[3] = { { .fd = io->raw, .events = POLLIN },
+				 { .fd = io->sh->stop_efd, .events = POLLIN },
+				 { .fd = io->sh->abort_efd, .events = POLLIN } };
+
+	for (;;) {
+		int r;
+
+		if (poll(pfd, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (pfd[2].revents)
+			return -ECANCELED;
+		if (pfd[1].revents)
+			return 0;
+		if (pfd[0].revents & POLLIN) {
+			r = pump_splice_all(io);
+			if (r < 0)
+				return r;
+		} else if (pfd[0].revents & (POLLERR | POLLNVAL)) {
+			return -EIO;
+		}
+	}
+}
+
+static int pump_open(struct pump_io *io, unsigned cpu)
+{
+	char name[64];
+	int pfd[2], r, sz;
+
+	snprintf(name, sizeof(name), "per_cpu/cpu%u/trace_pipe_raw", cpu);
+	io->raw = openat(io->sh->tfs->inst_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (io->raw < 0)
+		return -errno;
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
+	io->pipe_r = pfd[0];
+	io->pipe_w = pfd[1];
+	sz = fcntl(io->pipe_w, F_SETPIPE_SZ, (int)io->sh->pipe_size);
+	if (sz < 0)
+		sz = fcntl(io->pipe_w, F_GETPIPE_SZ);
+	if (sz < (int)io->page_size)
+		return -EINVAL;
+	io->pipe_size = (size_t)sz / io->page_size * io->page_size;
+	snprintf(name, sizeof(name), "trace-path-cpu%u", cpu);
+	r = ports_open(io->sh->ports, name, &io->out);
+	if (r < 0)
+		return r;
+	if (fcntl(io->out, F_SETFL, fcntl(io->out, F_GETFL) | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The stream for one session: begin marker, pages, tail, end marker. */
+static int pump_stream(struct pump_io *io, bool *ready_sent)
+{
+	int r = pump_open(io, io->stats->cpu);
+
+	if (r == 0)
+		r = pump_marker(io, VT_MARKER_BEGIN, NULL);
+	io->stats->error = r; /* main reads it once ready_efd says so */
+	pump_signal(io->sh->ready_efd);
+	*ready_sent = true;
+	if (r < 0)
+		return r;
+	r = pump_loop(io);
+	if (r == 0)
+		r = pump_splice_all(io);
+	if (r == 0)
+		r = pump_read_tail(io);
+	io->stats->bytes_sent = io->stats->pages_sent * io->page_size;
+	(void)tracefs_cpu_stats(io->sh->tfs, io->stats->cpu, io->stats);
+	if (r == 0)
+		r = pump_marker(io, VT_MARKER_END, io->stats);
+	return r;
+}
+
+static void *pump_thread(void *arg)
+{
+	struct pump *p = arg;
+	struct pump_io io = { .raw = -1, .pipe_r = -1, .pipe_w = -1, .out = -1,
+			      .page_size = p->sh->page_size, .sh = p->sh, .stats = &p->stats };
+	bool ready_sent = false;
+	int r = pump_stream(&io, &ready_sent);
+
+	if (r < 0) {
+		p->stats.error = r;
+		p->stats.bytes_sent = p->stats.pages_sent * io.page_size;
+	}
+	pump_io_close(&io);
+	if (!ready_sent)
+		pump_signal(p->sh->ready_efd);
+	pump_signal(p->sh->done_efd);
+	return NULL;
+}
+
+int pump_start(struct pump *p)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int r;
+
+	p->stats = (struct vt_cpu_stats){ .cpu = p->cpu };
+	CPU_ZERO(&set);
+	CPU_SET(p->cpu, &set);
+	r = -pthread_attr_init(&attr);
+	if (r < 0)
+		return r;
+	r = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	if (r == 0)
+		r = -pthread_create(&p->thread, &attr, pump_thread, p);
+	pthread_attr_destroy(&attr);
+	p->thread_started = r == 0;
+	return r;
+}
+
+void pump_join(struct pump *p)
+{
+	if (p->thread_started)
+		pthread_join(p->thread, NULL);
+	p->thread_started = false;
+}

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* A tracing session: configure the instance, start the per-CPU pumps, stop and drain them. */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "util.h"
+
+static bool session_cpu_online(unsigned cpu)
+{
+	_cleanup_free_ char *s = NULL;
+	char p[96];
+
+	snprintf(p, sizeof(p), "/sys/devices/system/cpu/cpu%u/online", cpu);
+	if (util_read_file(p, 64, &s, NULL) < 0)
+		return true; /* no file: cpu0, or no hotplug */
+	return s[0] == '1';
+}
+
+static void session_close_efds(struct pump_shared *sh)
+{
+	int *fds[] = { &sh->stop_efd, &sh->abort_efd, &sh->ready_efd, &sh->done_efd };
+
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+static int session_open_efds(struct pump_shared *sh)
+{
+	int *fds[] = { &sh->stop_efd, &sh->abort_efd, &sh->ready_efd, &sh->done_efd };
+
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
+		*fds[i] = eventfd(0, EFD_CLOEXEC);
+		if (*fds[i] < 0) {
+			int r = -errno;
+
+			session_close_efds(sh);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void session_latch(int efd)
+{
+	uint64_t one = 1;
+
+	if (write(efd, &one, sizeof(one)) < 0)
+		log_debug("eventfd write: %m");
+}
+
+/* Waits until efd has counted want events; SIGTERM/SIGINT meanwhile aborts the pumps. */
+static void session_wait(struct agent *a, int efd, uint64_t want)
+{
+	struct pollfd pfd[2] = { { .fd = efd, .events = POLLIN }, { .fd = a->sig_fd, .events = POLLIN } };
+	uint64_t got = 0, v;
+
+	while (got < want) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_error("poll while waiting for the CPU threads: %m");
+			return;
+		}
+		if (pfd[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+				log_info("signal %u: aborting the session", si.ssi_signo);
+				a->quit = true;
+				session_latch(a->sh.abort_efd);
+			}
+		}
+		if ((pfd[0].revents & POLLIN) && read(efd, &v, sizeof(v)) == sizeof(v))
+			got += v;
+	}
+}
+
+static unsigned session_launch(struct agent *a)
+{
+	unsigned started = 0;
+
+	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
+		struct pump *p = &a->pumps[cpu];
+		int r;
+
+		p->cpu = cpu;
+		p->sh = &a->sh;
+		p->stats = (struct vt_cpu_stats){ .cpu = cpu, .error = -ENODEV };
+		if (!session_cpu_online(cpu))
+			continue;
+		r = pump_start(p);
+		if (r < 0) {
+			p->stats.error = r;
+			log_error("cpu%u: cannot start its thread: %s", cpu, strerror(-r));
+			continue;
+		}
+		started++;
+	}
+	return started;
+}
+
+/* Logs each CPU whose stream could not begin; returns how many did. */
+static unsigned session_check_ready(struct agent *a, char **ret_msg)
+{
+	unsigned ok = 0;
+
+	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
+		int e = a->pumps[cpu].stats.error;
+
+		if (e == 0) {
+			ok++;
+			continue;
+		}
+		log_error("cpu%u: no stream on trace-path-cpu%u in %s: %s%s", cpu, cpu,
+			  ports_where(&a->ports), strerror(-e),
+			  e == -ENOENT ? " (add the virtio-serial channels: see trace-collector setup)" : "");
+		if (!*ret_msg && asprintf(ret_msg, "cpu%u: cannot stream to trace-path-cpu%u: %s", cpu, cpu,
+					  strerror(-e)) < 0)
+			*ret_msg = NULL;
+	}
+	return ok;
+}
+
+static int session_prepare(struct agent *a, char **ret_msg)
+{
+	int r = tracefs_set_on(&a->tfs, false);
+
+	if (r == 0)
+		r = tracefs_config_apply(&a->tfs, &a->cfg, ret_msg);
+	if (r == 0)
+		r = tracefs_reset(&a->tfs);
+	if (r < 0 && !*ret_msg && asprintf(ret_msg, "cannot prepare ftrace instance %s: %s",
+					   a->tfs.inst_path, strerror(-r)) < 0)
+		*ret_msg = NULL;
+	/* Wake the pumps only when the ring is half full: fewer wake-ups, fewer own events. */
+	if (r == 0 && tracefs_write(&a->tfs, "buffer_percent", "50") < 0)
+		log_debug("no buffer_percent in %s", a->tfs.inst_path);
+	return r;
+}
+
+int session_start(struct agent *a, uint64_t id, char **ret_msg)
+{
+	_cleanup_free_ struct vt_cpu_stats *stats = NULL;
+	unsigned started;
+	int r;
+
+	*ret_msg = NULL;
+	if (a->tracing) {
+		if (asprintf(ret_msg, "already tracing session %" PRIu64 ": send STOP first", a->session) < 0)
+			*ret_msg = NULL;
+		return -EBUSY;
+	}
+	r = session_prepare(a, ret_msg);
+	if (r < 0)
+		return r;
+	r = session_open_efds(&a->sh);
+	if (r < 0)
+		return r;
+	a->sh.session = id;
+	a->sh.page_size = a->page_size;
+	a->sh.pipe_size = a->pipe_size;
+	a->sh.tfs = &a->tfs;
+	a->sh.ports = &a->ports;
+	a->pumps = calloc(a->ncpus, sizeof(*a->pumps));
+	if (!a->pumps) {
+		session_close_efds(&a->sh);
+		return -ENOMEM;
+	}
+	started = session_launch(a);
+	session_wait(a, a->sh.ready_efd, started);
+	a->tracing = true;
+	a->session = id;
+	if (session_check_ready(a, ret_msg) == 0) {
+		(void)session_stop(a, &stats);
+		return -ENODEV;
+	}
+	free(*ret_msg);
+	*ret_msg = NULL;
+	r = tracefs_set_on(&a->tfs, true);
+	if (r < 0) {
+		if (asprintf(ret_msg, "cannot turn tracing on in %s: %s", a->tfs.inst_path, strerror(-r)) < 0)
+			*ret_msg = NULL;
+		(void)session_stop(a, &stats);
+		return r;
+	}
+	log_info("session %" PRIu64 " started on %u CPUs", id, started);
+	return 0;
+}
+
+int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats)
+{
+	struct vt_cpu_stats *stats;
+	uint64_t started = 0;
+
+	if (!a->tracing)
+		return -EALREADY;
+	(void)tracefs_set_on(&a->tfs, false);
+	session_latch(a->sh.stop_efd);
+	for (unsigned cpu = 0; cpu < a->ncpus; cpu++)
+		started += a->pumps[cpu].thread_started;
+	session_wait(a, a->sh.done_efd, started);
+	stats = calloc(a->ncpus, sizeof(*stats));
+	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
+		pump_join(&a->pumps[cpu]);
+		if (stats)
+			stats[cpu] = a->pumps[cpu].stats;
+	}
+	free(a->pumps);
+	a->pumps = NULL;
+	session_close_efds(&a->sh);
+	a->tracing = false;
+	log_info("session %" PRIu64 " stopped", a->session);
+	if (!stats)
+		return -ENOMEM;
+	*ret_stats = stats;
+	return 0;
+}

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* tracefs: finding the mount, our own instance, events, clock, buffer size, ring stats. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "agent.h"
+#include "log.h"
+#include "marker.h"
+#include "util.h"
+
+#define TRACEFS_SMALL_FILE (1u << 16)
+
+static bool tracefs_is_mount(const char *dir)
+{
+	char p[4096];
+
+	snprintf(p, sizeof(p), "%s/instances", dir);
+	return access(p, F_OK) == 0;
+}
+
+/* --tracefs DIR, else /sys/kernel/tracing, else debugfs's tracing, else mount tracefs. */
+static int tracefs_find(const char *opt, char **ret)
+{
+	static const char *const where[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+
+	if (opt) {
+		if (!tracefs_is_mount(opt))
+			return -ENOENT;
+		*ret = strdup(opt);
+		return *ret ? 0 : -ENOMEM;
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < ARRAY_SIZE(where); i++) {
+			if (tracefs_is_mount(where[i])) {
+				*ret = strdup(where[i]);
+				return *ret ? 0 : -ENOMEM;
+			}
+		}
+		if (pass == 0 && mount("nodev", where[0], "tracefs", 0, NULL) < 0)
+			log_debug("cannot mount tracefs on %s: %m", where[0]);
+	}
+	return -ENOENT;
+}
+
+static int tracefs_mkinstance(struct tracefs *t, const char *name)
+{
+	if (mkdir(t->inst_path, 0700) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	/* Left over by an agent that died: take it back from a clean state. */
+	log_warn("ftrace instance %s exists already (an earlier agent died?): recreating it", name);
+	if (rmdir(t->inst_path) < 0 || mkdir(t->inst_path, 0700) < 0)
+		return -errno;
+	return 0;
+}
+
+int tracefs_open(struct tracefs *t, const char *root_opt, const char *instance)
+{
+	int r;
+
+	*t = (struct tracefs){ .inst_fd = -1 };
+	r = tracefs_find(root_opt, &t->root);
+	if (r < 0) {
+		log_error("no tracefs %s%s: mount it with 'mount -t tracefs nodev /sys/kernel/tracing' "
+			  "(the guest kernel needs CONFIG_FTRACE)", root_opt ? "at " : "found",
+			  root_opt ? root_opt : "");
+		return r;
+	}
+	if (asprintf(&t->inst_path, "%s/instances/%s", t->root, instance) < 0) {
+		t->inst_path = NULL;
+		return -ENOMEM;
+	}
+	r = tracefs_mkinstance(t, instance);
+	if (r < 0) {
+		log_error("cannot create ftrace instance %s: %s", t->inst_path, strerror(-r));
+		free(t->inst_path);
+		t->inst_path = NULL;
+		return r;
+	}
+	t->inst_fd = open(t->inst_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (t->inst_fd < 0) {
+		r = -errno;
+		log_error("cannot open ftrace instance %s: %m", t->inst_path);
+		return r;
+	}
+	log_info("tracing in ftrace instance %s", t->inst_path);
+	return 0;
+}
+
+void tracefs_close(struct tracefs *t)
+{
+	if (t->inst_fd >= 0) {
+		(void)tracefs_set_on(t, false);
+		(void)tracefs_write(t, "events/enable", "0");
+		close(t->inst_fd);
+		t->inst_fd = -1;
+	}
+	if (t->inst_path && rmdir(t->inst_path) < 0)
+		log_warn("cannot remove ftrace instance %s: %m (remove it with rmdir)", t->inst_path);
+	free(t->inst_path);
+	free(t->root);
+	*t = (struct tracefs){ .inst_fd = -1 };
+}
+
+int tracefs_write(const struct tracefs *t, const char *rel, const char *val)
+{
+	_cleanup_close_ int fd = openat(t->inst_fd, rel, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return util_write_full(fd, val, strlen(val));
+}
+
+int tracefs_read(const struct tracefs *t, const char *rel, size_t max, char **ret)
+{
+	return util_read_file_at(t->inst_fd, rel, max, ret, NULL);
+}
+
+int tracefs_set_on(const struct tracefs *t, bool on)
+{
+	return tracefs_write(t, "tracing_on", on ? "1" : "0");
+}
+
+int tracefs_reset(const struct tracefs *t)
+{
+	_cleanup_close_ int fd = openat(t->inst_fd, "trace", O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+	return fd < 0 ? -errno : 0;
+}
+
+uint32_t tracefs_page_size(const struct tracefs *t)
+{
+	_cleanup_free_ char *s = NULL;
+	uint64_t kb;
+
+	if (tracefs_read(t, "buffer_subbuf_size_kb", 64, &s) == 0 &&
+	    util_parse_u64(strtok(s, "\n"), VT_MARKER_MAX_PAGE / 1024, &kb) == 0 && kb >= 4)
+		return (uint32_t)kb * 1024;
+	return (uint32_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Finds clock name in trace_clock's list; *ret_current gets the bracketed one. */
+static int tracefs_clock_scan(const struct tracefs *t, const char *name, char **ret_current,
+			      char **ret_list)
+{
+	_cleanup_free_ char *s = NULL;
+	char *tok, *save = NULL;
+	int r, found = -ENOENT;
+
+	r = tracefs_read(t, "trace_clock", TRACEFS_SMALL_FILE, &s);
+	if (r < 0)
+		return r;
+	if (ret_list && !(*ret_list = strndup(s, strcspn(s, "\n"))))
+		return -ENOMEM;
+	for (tok = strtok_r(s, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		bool cur = tok[0] == '[';
+
+		if (cur) {
+			tok++;
+			tok[strcspn(tok, "]")] = '\0';
+			if (ret_current && !(*ret_current = strdup(tok)))
+				return -ENOMEM;
+		}
+		if (name && !strcmp(tok, name))
+			found = 0;
+	}
+	return name ? found : 0;
+}
+
+int tracefs_clock_current(const struct tracefs *t, char **ret)
+{
+	*ret = NULL;
+	int r = tracefs_clock_scan(t, NULL, ret, NULL);
+
+	if (r == 0 && !*ret)
+		r = -ENOENT;
+	return r;
+}
+
+static int tracefs_event_exists(const struct tracefs *t, const struct event_spec *e)
+{
+	char p[2 * EVENTS_NAME_MAX + 16];
+
+	if (e->name[0])
+		snprintf(p, sizeof(p), "events/%s/%s/enable", e->sys, e->name);
+	else
+		snprintf(p, sizeof(p), "events/%s/enable", e->sys);
+	return faccessat(t->inst_fd, p, F_OK, 0) == 0 ? 0 : -ENOENT;
+}
+
+static int tracefs_check_events(const struct tracefs *t, const char *list, char **ret_msg)
+{
+	_cleanup_free_ struct event_spec *ev = NULL;
+	_cleanup_free_ char *bad = NULL;
+	size_t n;
+	int r = events_parse(list, &ev, &n, &bad);
+
+	if (r == -EINVAL) {
+		if (asprintf(ret_msg, "bad event '%s': use sys:event, sys:* or sys, names of "
+			     "[A-Za-z0-9_], comma separated", bad ? bad : "") < 0)
+			*ret_msg = NULL;
+		return r;
+	}
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		if (tracefs_event_exists(t, &ev[i]) == 0)
+			continue;
+		if (asprintf(ret_msg, "unknown event '%s:%s' (the guest's available_events lists "
+			     "what it has)", ev[i].sys, ev[i].name[0] ? ev[i].name : "*") < 0)
+			*ret_msg = NULL;
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int tracefs_config_check(const struct tracefs *t, const struct agent_config *c, char **ret_msg)
+{
+	_cleanup_free_ char *list = NULL;
+	int r;
+
+	*ret_msg = NULL;
+	if (c->events) {
+		r = tracefs_check_events(t, c->events, ret_msg);
+		if (r < 0)
+			return r;
+	}
+	if (c->clock) {
+		r = tracefs_clock_scan(t, c->clock, NULL, &list);
+		if (r < 0) {
+			if (asprintf(ret_msg, "unknown trace clock '%s' (the guest has: %s)", c->clock,
+				     list ? list : "?") < 0)
+				*ret_msg = NULL;
+			return r;
+		}
+	}
+	if (c->buffer_kb && (c->buffer_kb < AGENT_BUFFER_KB_MIN || c->buffer_kb > AGENT_BUFFER_KB_MAX)) {
+		if (asprintf(ret_msg, "buffer size %u KiB per CPU is out of range (%u..%u)", c->buffer_kb,
+			     AGENT_BUFFER_KB_MIN, AGENT_BUFFER_KB_MAX) < 0)
+			*ret_msg = NULL;
+		return -ERANGE;
+	}
+	return 0;
+}
+
+static int tracefs_enable_one(const char *sys, const char *ev, void *data)
+{
+	const struct tracefs *t = data;
+	char p[2 * EVENTS_NAME_MAX + 16];
+
+	snprintf(p, sizeof(p), "events/%s/%s/enable", sys, ev);
+	return tracefs_write(t, p, "1");
+}
+
+int tracefs_config_apply(const struct tracefs *t, const struct agent_config *c, char **ret_msg)
+{
+	char kb[32];
+	int r = tracefs_config_check(t, c, ret_msg);
+
+	if (r < 0)
+		return r;
+	r = tracefs_write(t, "events/enable", "0");
+	if (r == 0 && c->events)
+		r = tracefs_events_foreach(t, c->events, tracefs_enable_one, (void *)t);
+	if (r == 0 && c->clock)
+		r = tracefs_write(t, "trace_clock", c->clock);
+	if (r == 0 && c->buffer_kb) {
+		snprintf(kb, sizeof(kb), "%u", c->buffer_kb);
+		r = tracefs_write(t, "buffer_size_kb", kb);
+	}
+	if (r < 0 && asprintf(ret_msg, "cannot apply the config to %s: %s", t->inst_path,
+			      strerror(-r)) < 0)
+		*ret_msg = NULL;
+	return r;
+}
+
+static int tracefs_foreach_sys(const struct tracefs *t, const char *sys,
+			       int (*fn)(const char *, const char *, void *), void *data)
+{
+	char p[EVENTS_NAME_MAX + 16];
+	struct dirent *de;
+	DIR *d;
+	int fd, r = 0;
+
+	snprintf(p, sizeof(p), "events/%s", sys);
+	fd = openat(t->inst_fd, p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while (r == 0 && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+		    !util_safe_name(de->d_name, strlen(de->d_name)))
+			continue;
+		r = fn(sys, de->d_name, data);
+	}
+	closedir(d);
+	return r;
+}
+
+int tracefs_events_foreach(const struct tracefs *t, const char *list,
+			   int (*fn)(const char *sys, const char *ev, void *data), void *data)
+{
+	_cleanup_free_ struct event_spec *ev = NULL;
+	size_t n;
+	int r = events_parse(list, &ev, &n, NULL);
+
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = ev[i].name[0] ? fn(ev[i].sys, ev[i].name, data)
+				  : tracefs_foreach_sys(t, ev[i].sys, fn, data);
+	return r;
+}
+
+int tracefs_cpu_stats(const struct tracefs *t, unsigned cpu, struct vt_cpu_stats *s)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} keys[] = {
+		{ "entries", offsetof(struct vt_cpu_stats, entries) },
+		{ "overrun", offsetof(struct vt_cpu_stats, overrun) },
+		{ "commit overrun", offsetof(struct vt_cpu_stats, commit_overrun) },
+		{ "bytes", offsetof(struct vt_cpu_stats, bytes) },
+		{ "dropped events", offsetof(struct vt_cpu_stats, dropped_events) },
+		{ "read events", offsetof(struct vt_cpu_stats, read_events) },
+	};
+	_cleanup_free_ char *buf = NULL;
+	char p[64], *line, *save = NULL;
+	int r;
+
+	snprintf(p, sizeof(p), "per_cpu/cpu%u/stats", cpu);
+	r = tracefs_read(t, p, TRACEFS_SMALL_FILE, &buf);
+	if (r < 0)
+		return r;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *colon = strchr(line, ':');
+		uint64_t v;
+
+		if (!colon)
+			continue;
+		*colon = '\0';
+		for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+			if (!strcmp(line, keys[i].key) &&
+			    util_parse_u64(colon + 1 + strspn(colon + 1, " "), UINT64_MAX, &v) == 0)
+				memcpy((char *)s + keys[i].off, &v, sizeof(v));
+	}
+	return 0;
+}

@@ -1,0 +1,1052 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Drives the real trace-agent on the host's tracefs through common/proto + common/marker:
+ * the test plays the host. Ports are unix sockets bound here in a temporary ports dir (the
+ * agent connects to sockets it finds there); each case runs its own agent and its own
+ * ftrace instance vt_agent_test_<case>. Needs root (the agent does). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "marker.h"
+#include "proto.h"
+#include "util.h"
+
+#define TRACEFS "/sys/kernel/tracing"
+#define MAXCPU 64
+#define WAIT_MS 60000 /* a guard against hangs, not a timing assertion */
+
+struct capture {
+	int lfd;
+	pthread_t th;
+	bool running;
+	bool unplug; /* close the connection at once, like a port going away */
+	uint8_t *data;
+	size_t len, cap;
+	int err;
+};
+
+struct drv {
+	char dir[64];
+	char instance[64];
+	char log[128];
+	int ctl_lfd, ctl_fd;
+	pid_t pid;
+	unsigned ncpus;
+	uint32_t seq;
+	struct vt_reader rd;
+	struct capture cap[MAXCPU];
+};
+
+/* A received message, copied out of the reader. */
+struct rmsg {
+	struct vt_msg m;
+	uint8_t *buf;
+};
+
+static void rmsg_free(struct rmsg *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+}
+
+static int listen_at(const char *dir, const char *name)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, name);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
+		perror(sa.sun_path);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int accept_wait(int lfd)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+	if (poll(&p, 1, WAIT_MS) != 1)
+		return -1;
+	return accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+}
+
+static void *capture_thread(void *arg)
+{
+	struct capture *c = arg;
+	int fd = accept_wait(c->lfd);
+
+	if (fd < 0) {
+		c->err = -ETIMEDOUT;
+		return NULL;
+	}
+	if (c->unplug) {
+		close(fd);
+		return NULL;
+	}
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (c->cap - c->len < 65536) {
+			c->cap = c->cap ? c->cap * 2 : 1 << 20;
+			c->data = realloc(c->data, c->cap);
+		}
+		if (poll(&p, 1, WAIT_MS) != 1) {
+			c->err = -ETIMEDOUT;
+			break;
+		}
+		n = read(fd, c->data + c->len, c->cap - c->len);
+		if (n <= 0)
+			break;
+		c->len += (size_t)n;
+	}
+	close(fd);
+	return NULL;
+}
+
+static const char *agent_path(void)
+{
+	const char *p = getenv("TRACE_AGENT");
+
+	return p ? p : "build/agent/trace-agent";
+}
+
+static bool tracefs_ready(void)
+{
+	if (access(TRACEFS "/instances", F_OK) == 0)
+		return true;
+	return mount("nodev", TRACEFS, "tracefs", 0, NULL) == 0;
+}
+
+/* Spawns the agent: returns its pid. */
+static pid_t spawn(const char *log, const char *const argv[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1); /* never hold the test runner's stdout */
+		dup2(fd, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Ports dir with all sockets except skip_cpu (-1: none), then the agent, then its connection. */
+static int drv_up(struct drv *d, const char *name, int skip_cpu)
+{
+	char port[64];
+
+	*d = (struct drv){ .ctl_lfd = -1, .ctl_fd = -1, .ncpus = (unsigned)get_nprocs_conf() };
+	if (!tracefs_ready() || d->ncpus > MAXCPU)
+		return -1;
+	snprintf(d->dir, sizeof(d->dir), "/tmp/vt-agent-XXXXXX");
+	if (!mkdtemp(d->dir))
+		return -1;
+	snprintf(d->instance, sizeof(d->instance), "vt_agent_test_%s", name);
+	snprintf(d->log, sizeof(d->log), "%s/agent.log", d->dir);
+	d->ctl_lfd = listen_at(d->dir, "agent-ctl-path");
+	for (unsigned c = 0; c < d->ncpus; c++) {
+		d->cap[c].lfd = -1;
+		if ((int)c == skip_cpu)
+			continue;
+		snprintf(port, sizeof(port), "trace-path-cpu%u", c);
+		d->cap[c].lfd = listen_at(d->dir, port);
+	}
+	const char *argv[] = { (char *)agent_path(), "--ports-dir", d->dir, "--instance", d->instance,
+			 "-vv", NULL };
+	d->pid = spawn(d->log, argv);
+	d->ctl_fd = accept_wait(d->ctl_lfd);
+	vt_reader_init(&d->rd);
+	return d->ctl_fd >= 0 ? 0 : -1;
+}
+
+/* Binds cpu's data port again (after a test unplugged it). */
+static int drv_up_port(struct drv *d, unsigned cpu)
+{
+	char port[160];
+
+	snprintf(port, sizeof(port), "%s/trace-path-cpu%u", d->dir, cpu);
+	unlink(port);
+	snprintf(port, sizeof(port), "trace-path-cpu%u", cpu);
+	d->cap[cpu].unplug = false;
+	d->cap[cpu].lfd = listen_at(d->dir, port);
+	return d->cap[cpu].lfd >= 0 ? 0 : -1;
+}
+
+static void drv_print_log(const struct drv *d)
+{
+	_cleanup_free_ char *s = NULL;
+
+	if (util_read_file(d->log, 1 << 20, &s, NULL) == 0)
+		fprintf(stderr, "--- agent log:\n%s---\n", s);
+}
+
+/* SIGTERM the agent: its exit status (or -1). */
+static int drv_down(struct drv *d)
+{
+	int status = 0;
+
+	if (d->pid > 0) {
+		status = -1;
+		kill(d->pid, SIGTERM);
+		waitpid(d->pid, &status, 0);
+		d->pid = 0;
+	}
+	if (d->ctl_fd >= 0)
+		close(d->ctl_fd);
+	if (d->ctl_lfd >= 0)
+		close(d->ctl_lfd);
+	for (unsigned c = 0; c < d->ncpus; c++) {
+		if (d->cap[c].lfd >= 0)
+			close(d->cap[c].lfd);
+		free(d->cap[c].data);
+	}
+	vt_reader_free(&d->rd);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		drv_print_log(d);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", d->dir);
+	if (d->dir[0] && system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", d->dir);
+	d->dir[0] = '\0';
+	d->ctl_fd = d->ctl_lfd = -1;
+	d->ncpus = 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* A failed check returns from the case: the agent and the ports dir still go. */
+static void drv_cleanup(struct drv *d)
+{
+	if (d->dir[0])
+		(void)drv_down(d);
+}
+#define _cleanup_drv_ _cleanup_(drv_cleanup)
+
+static bool instance_exists(const struct drv *d)
+{
+	char p[128];
+
+	snprintf(p, sizeof(p), TRACEFS "/instances/%s", d->instance);
+	return access(p, F_OK) == 0;
+}
+
+static int drv_send(struct drv *d, struct vt_buf *b)
+{
+	int r = util_write_full(d->ctl_fd, b->data, b->len);
+
+	vt_buf_free(b);
+	return r;
+}
+
+/* Sends a message with no attributes (or a u64 SESSION when session != ~0). */
+static uint32_t drv_simple(struct drv *d, uint16_t type, uint64_t session)
+{
+	struct vt_buf b = { 0 };
+	uint32_t seq = ++d->seq;
+
+	vt_msg_begin(&b, type, seq);
+	if (session != UINT64_MAX)
+		vt_put_u64(&b, VT_A_SESSION, session);
+	vt_msg_end(&b);
+	drv_send(d, &b);
+	return seq;
+}
+
+/* Next frame from the agent (legacy lines are not expected): 0 or -1 on timeout/EOF. */
+static int drv_recv(struct drv *d, struct rmsg *ret)
+{
+	for (;;) {
+		struct pollfd p = { .fd = d->ctl_fd, .events = POLLIN };
+		struct vt_msg m;
+		char legacy;
+		uint8_t *sp;
+		size_t room;
+		ssize_t n;
+
+		if (vt_reader_next(&d->rd, &m, &legacy) == VT_READ_MSG) {
+			ret->buf = malloc(m.len + 1);
+			memcpy(ret->buf, m.payload, m.len);
+			ret->m = m;
+			ret->m.payload = ret->buf;
+			return 0;
+		}
+		if (poll(&p, 1, WAIT_MS) != 1 || vt_reader_space(&d->rd, &sp, &room) < 0)
+			return -1;
+		n = read(d->ctl_fd, sp, room);
+		if (n <= 0)
+			return -1;
+		vt_reader_commit(&d->rd, (size_t)n);
+	}
+}
+
+/* Receives a reply of the wanted type and seq. */
+static int drv_expect(struct drv *d, uint16_t type, uint32_t seq, struct rmsg *ret)
+{
+	if (drv_recv(d, ret) < 0)
+		return -1;
+	if (ret->m.hdr.type != type || ret->m.hdr.seq != seq) {
+		_cleanup_free_ char *msg = NULL;
+
+		vt_msg_str(&ret->m, VT_A_MESSAGE, 4096, &msg);
+		fprintf(stderr, "got %s seq %u (%s), wanted %s seq %u\n", vt_msg_type_name(ret->m.hdr.type),
+			ret->m.hdr.seq, msg ? msg : "", vt_msg_type_name(type), seq);
+		rmsg_free(ret);
+		return -1;
+	}
+	return 0;
+}
+
+/* An ERROR reply for seq: its errno, message in *ret_msg. -1 otherwise. */
+static int drv_error(struct drv *d, uint32_t seq, char **ret_msg)
+{
+	struct rmsg r;
+	uint32_t e = 0;
+
+	if (drv_expect(d, VT_MSG_ERROR, seq, &r) < 0)
+		return -1;
+	vt_msg_u32(&r.m, VT_A_ERRNO, &e);
+	if (vt_msg_str(&r.m, VT_A_MESSAGE, 4096, ret_msg) < 0)
+		*ret_msg = strdup("");
+	rmsg_free(&r);
+	return (int)e;
+}
+
+static int drv_hello(struct drv *d, struct rmsg *ret)
+{
+	struct vt_buf b = { 0 };
+	uint32_t seq = ++d->seq;
+
+	vt_msg_begin(&b, VT_MSG_HELLO, seq);
+	vt_put_u32(&b, VT_A_VERSION, VT_PROTO_VERSION);
+	vt_msg_end(&b);
+	drv_send(d, &b);
+	return drv_expect(d, VT_MSG_HELLO, seq, ret);
+}
+
+static uint32_t drv_config(struct drv *d, const char *events, const char *clock, uint32_t kb)
+{
+	struct vt_buf b = { 0 };
+	uint32_t seq = ++d->seq;
+
+	vt_msg_begin(&b, VT_MSG_CONFIG, seq);
+	if (events)
+		vt_put_str(&b, VT_A_EVENTS, events);
+	if (clock)
+		vt_put_str(&b, VT_A_CLOCK, clock);
+	if (kb)
+		vt_put_u32(&b, VT_A_BUFFER_KB, kb);
+	vt_msg_end(&b);
+	drv_send(d, &b);
+	return seq;
+}
+
+static void capture_begin(struct drv *d)
+{
+	for (unsigned c = 0; c < d->ncpus; c++) {
+		struct capture *cp = &d->cap[c];
+
+		free(cp->data);
+		cp->data = NULL;
+		cp->len = cp->cap = 0;
+		cp->err = 0;
+		cp->running = cp->lfd >= 0 && pthread_create(&cp->th, NULL, capture_thread, cp) == 0;
+	}
+}
+
+static void capture_end(struct drv *d)
+{
+	for (unsigned c = 0; c < d->ncpus; c++)
+		if (d->cap[c].running)
+			pthread_join(d->cap[c].th, NULL);
+}
+
+static int drv_start(struct drv *d, uint64_t session)
+{
+	struct rmsg r;
+	uint32_t seq;
+
+	capture_begin(d);
+	seq = drv_simple(d, VT_MSG_START, session);
+	if (drv_expect(d, VT_MSG_OK, seq, &r) < 0)
+		return -1;
+	rmsg_free(&r);
+	return 0;
+}
+
+/* STOP; the STOPPED stats are copied to stats[ncpus]. */
+static int drv_stop(struct drv *d, uint64_t session, struct vt_cpu_stats *stats)
+{
+	struct rmsg r;
+	struct vt_attr a;
+	uint64_t sid = 0;
+	uint32_t seq = drv_simple(d, VT_MSG_STOP, UINT64_MAX);
+	int ret = -1;
+
+	if (drv_expect(d, VT_MSG_STOPPED, seq, &r) < 0) {
+		capture_end(d);
+		return -1;
+	}
+	capture_end(d);
+	if (vt_msg_u64(&r.m, VT_A_SESSION, &sid) == 0 && sid == session &&
+	    vt_msg_find(&r.m, VT_A_CPU_STATS, &a) == 0 && a.len == d->ncpus * sizeof(*stats)) {
+		memcpy(stats, a.data, a.len);
+		ret = 0;
+	}
+	rmsg_free(&r);
+	return ret;
+}
+
+/* ---- a minimal ring-page walker for the checks (common/ftrace_page comes separately) ---- */
+
+struct walk {
+	uint16_t print_id;
+	unsigned cpu;
+	uint64_t events;    /* data events */
+	uint64_t pages;     /* ring pages */
+	uint64_t next_seq;  /* next "vt-seq <cpu> <n>" expected */
+	uint64_t bad_seq;   /* markers out of order, duplicated or from another cpu */
+	uint64_t probes;    /* "vt-probe <probe_id>" marks seen */
+	uint64_t probe_id;
+	bool bad_page;
+};
+
+static uint16_t print_event_id(void)
+{
+	_cleanup_free_ char *s = NULL;
+	char *p;
+
+	if (util_read_file(TRACEFS "/events/ftrace/print/format", 1 << 16, &s, NULL) < 0)
+		return 0;
+	p = strstr(s, "ID: ");
+	return p ? (uint16_t)atoi(p + 4) : 0;
+}
+
+static void walk_print(struct walk *w, const uint8_t *data, size_t len)
+{
+	char text[128];
+	unsigned cpu;
+	unsigned long long n;
+
+	if (len <= 16)
+		return;
+	snprintf(text, sizeof(text), "%.*s", (int)MIN(len - 16, sizeof(text) - 1), (const char *)data + 16);
+	if (sscanf(text, "vt-seq %u %llu", &cpu, &n) == 2) {
+		if (cpu != w->cpu || n != w->next_seq)
+			w->bad_seq++;
+		w->next_seq = n + 1;
+	} else if (sscanf(text, "vt-probe %llu", &n) == 1 && n == w->probe_id) {
+		w->probes++;
+	}
+}
+
+static void walk_page(struct walk *w, const uint8_t *page, size_t psize)
+{
+	uint64_t commit;
+	size_t off = 16, end;
+
+	memcpy(&commit, page + 8, 8);
+	end = 16 + (commit & ((1u << 27) - 1));
+	if (end > psize) {
+		w->bad_page = true;
+		return;
+	}
+	while (off + 4 <= end) {
+		uint32_t h, alen;
+		unsigned type;
+		size_t size;
+
+		memcpy(&h, page + off, 4);
+		type = h & 31;
+		if (type == 29 && (h >> 5) == 0)
+			break; /* padding to the end of the page */
+		if (type >= 30) {
+			size = 8;
+		} else if (type == 29 || type == 0) {
+			if (off + 8 > end) {
+				w->bad_page = true;
+				return;
+			}
+			memcpy(&alen, page + off + 4, 4);
+			size = 4 + (size_t)alen;
+		} else {
+			size = 4 + 4 * (size_t)type;
+		}
+		if (size < 8 && type != 30 && type != 31 && type == 0) {
+			w->bad_page = true;
+			return;
+		}
+		if (off + size > end) {
+			w->bad_page = true;
+			return;
+		}
+		if (type < 29) {
+			const uint8_t *data = page + off + (type ? 4 : 8);
+			size_t dlen = size - (type ? 4 : 8);
+			uint16_t id;
+
+			w->events++;
+			memcpy(&id, data, 2);
+			if (dlen >= 2 && id == w->print_id)
+				walk_print(w, data, dlen);
+		}
+		off += size;
+	}
+}
+
+/* Checks one CPU's stream: begin marker, ring pages, end marker agreeing with stats. */
+static int check_stream(const struct capture *c, uint32_t psize, uint64_t session, unsigned cpu,
+			const struct vt_cpu_stats *st, struct walk *w)
+{
+	struct vt_marker b, e;
+	size_t n;
+
+	w->cpu = cpu;
+	if (c->err || c->len % psize || c->len < 2 * psize) {
+		fprintf(stderr, "cpu%u: stream of %zu bytes (err %d)\n", cpu, c->len, c->err);
+		return -1;
+	}
+	n = c->len / psize;
+	if (vt_marker_decode(c->data, psize, &b) != 1 || b.kind != VT_MARKER_BEGIN ||
+	    b.session_id != session || b.cpu != cpu)
+		return -2;
+	if (vt_marker_decode(c->data + (n - 1) * psize, psize, &e) != 1 || e.kind != VT_MARKER_END ||
+	    e.session_id != session || e.cpu != cpu)
+		return -3;
+	for (size_t i = 1; i + 1 < n; i++) {
+		walk_page(w, c->data + i * psize, psize);
+		w->pages++;
+	}
+	if (w->bad_page)
+		return -4;
+	if (e.stats.pages_sent != w->pages || st->pages_sent != w->pages ||
+	    memcmp(&e.stats, st, sizeof(*st)) != 0)
+		return -5;
+	if (st->read_events != w->events) {
+		fprintf(stderr, "cpu%u: %llu events in the pages, stats say read events %llu\n", cpu,
+			(unsigned long long)w->events, (unsigned long long)st->read_events);
+		return -6;
+	}
+	if (st->error || st->entries || st->overrun || st->dropped_events) {
+		fprintf(stderr, "cpu%u: error %d entries %llu overrun %llu dropped %llu\n", cpu, st->error,
+			(unsigned long long)st->entries, (unsigned long long)st->overrun,
+			(unsigned long long)st->dropped_events);
+		return -7;
+	}
+	return 0;
+}
+
+/* Writes count numbered lines (from first) into the instance's trace_marker from each online CPU. */
+static int write_markers(const struct drv *d, unsigned first, unsigned count)
+{
+	char p[128], line[64];
+	cpu_set_t all, one;
+	int fd;
+
+	snprintf(p, sizeof(p), TRACEFS "/instances/%s/trace_marker", d->instance);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || sched_getaffinity(0, sizeof(all), &all) < 0)
+		return -1;
+	for (unsigned c = 0; c < d->ncpus; c++) {
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		if (sched_setaffinity(0, sizeof(one), &one) < 0)
+			continue;
+		for (unsigned i = first; i < first + count; i++) {
+			int len = snprintf(line, sizeof(line), "vt-seq %u %u\n", c, i);
+
+			/* Pace the writer a little so the pinned pump gets the CPU: a test wants
+			 * no overrun, the agent itself would report one. */
+			if (i % 512 == 511)
+				nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+			if (write(fd, line, (size_t)len) != len) {
+				close(fd);
+				return -1;
+			}
+		}
+	}
+	sched_setaffinity(0, sizeof(all), &all);
+	close(fd);
+	return 0;
+}
+
+/* A whole-session check on every CPU with a port: markers 0..count-1 once and in order. */
+static int check_session(struct drv *d, uint64_t session, unsigned count, const struct vt_cpu_stats *st,
+			 uint64_t probe_id, uint64_t *ret_probes)
+{
+	uint64_t probes = 0;
+
+	for (unsigned c = 0; c < d->ncpus; c++) {
+		struct walk w = { .print_id = print_event_id(), .probe_id = probe_id };
+		int r;
+
+		if (d->cap[c].lfd < 0)
+			continue;
+		r = check_stream(&d->cap[c], 4096, session, c, &st[c], &w);
+		if (r < 0 || w.bad_seq || w.next_seq != count) {
+			fprintf(stderr, "cpu%u: stream check %d, %llu markers out of order, next %llu of %u\n",
+				c, r, (unsigned long long)w.bad_seq, (unsigned long long)w.next_seq, count);
+			return -1;
+		}
+		probes += w.probes;
+		printf("cpu%u: %llu ring pages, %llu events, %llu markers\n", c, (unsigned long long)w.pages,
+		       (unsigned long long)w.events, (unsigned long long)w.next_seq);
+	}
+	if (ret_probes)
+		*ret_probes = probes;
+	return 0;
+}
+
+/* ---- cases ---- */
+
+TEST(full_session)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct rmsg r;
+	struct vt_cpu_stats st[MAXCPU];
+	uint32_t v, seq, files = 0, count = 0;
+	bool header = false, print = false, sw = false, ksyms = false, notes = false;
+	uint64_t probes = 0;
+	char *s = NULL;
+
+	CHECK(drv_up(&d, "full", -1) == 0);
+	CHECK(instance_exists(&d));
+	CHECK(drv_hello(&d, &r) == 0);
+	CHECK(vt_msg_u32(&r.m, VT_A_NCPUS, &v) == 0 && v == d.ncpus);
+	CHECK(vt_msg_u32(&r.m, VT_A_PAGE_SIZE, &v) == 0 && v == 4096);
+	CHECK(vt_msg_u32(&r.m, VT_A_STATE, &v) == 0 && v == VT_STATE_IDLE);
+	CHECK(vt_msg_str(&r.m, VT_A_CLOCKS, 4096, &s) == 0 && strstr(s, "mono"));
+	free(s);
+	rmsg_free(&r);
+
+	seq = drv_config(&d, "sched,irq:*,timer:hrtimer_start", "mono", 256);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+
+	seq = drv_simple(&d, VT_MSG_META_REQ, UINT64_MAX);
+	for (;;) {
+		_cleanup_free_ char *name = NULL;
+		struct vt_attr a;
+
+		CHECK(drv_recv(&d, &r) == 0);
+		CHECK(r.m.hdr.seq == seq);
+		if (r.m.hdr.type == VT_MSG_META_END) {
+			CHECK(vt_msg_u32(&r.m, VT_A_COUNT, &count) == 0);
+			rmsg_free(&r);
+			break;
+		}
+		CHECK(r.m.hdr.type == VT_MSG_META_FILE);
+		CHECK(vt_msg_str(&r.m, VT_A_FILE_NAME, 4096, &name) == 0);
+		CHECK(vt_msg_find(&r.m, VT_A_FILE_DATA, &a) == 0);
+		_cleanup_free_ char *text = strndup((const char *)a.data, a.len);
+		files++;
+		if (!strcmp(name, "events/header_page"))
+			header = strstr(text, "commit") != NULL;
+		if (!strcmp(name, "events/ftrace/print/format"))
+			print = strstr(text, "ID: ") && strstr(text, "field:char buf[]");
+		if (!strcmp(name, "events/sched/sched_switch/format"))
+			sw = strstr(text, "next_pid") != NULL;
+		if (!strcmp(name, "kallsyms"))
+			ksyms = strstr(text, " T ") || strstr(text, " t ");
+		if (!strcmp(name, "notes"))
+			notes = a.len >= 12;
+		CHECK(strstr(name, "..") == NULL && name[0] != '/');
+		rmsg_free(&r);
+	}
+	CHECK_INT(count, ==, files);
+	CHECK(header && print && sw && ksyms && notes);
+
+	CHECK(drv_start(&d, 42) == 0);
+	CHECK(write_markers(&d, 0, 3000) == 0);
+	/* A marked probe shows up in the trace. */
+	{
+		struct vt_buf b = { 0 };
+		uint64_t t0 = util_now_ns(CLOCK_MONOTONIC), t1, g = 0;
+
+		seq = ++d.seq;
+		vt_msg_begin(&b, VT_MSG_PROBE, seq);
+		vt_put_u64(&b, VT_A_PROBE_ID, 777);
+		vt_put_u64(&b, VT_A_HOST_TIME, t0);
+		vt_put_u32(&b, VT_A_MARK, 1);
+		vt_msg_end(&b);
+		drv_send(&d, &b);
+		CHECK(drv_expect(&d, VT_MSG_PROBE_REPLY, seq, &r) == 0);
+		t1 = util_now_ns(CLOCK_MONOTONIC);
+		CHECK(vt_msg_u64(&r.m, VT_A_GUEST_TIME, &g) == 0);
+		CHECK(g >= t0 && g <= t1); /* same machine: the agent's mono lies between our reads */
+		rmsg_free(&r);
+	}
+	CHECK(drv_stop(&d, 42, st) == 0);
+	CHECK(check_session(&d, 42, 3000, st, 777, &probes) == 0);
+	CHECK_INT(probes, ==, 1);
+	CHECK_INT(drv_down(&d), ==, 0);
+	CHECK(!instance_exists(&d));
+}
+
+/* More data than the ring holds: the pumps must wake (poll + buffer_percent) and stream live. */
+TEST(live_stream_larger_than_ring)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct rmsg r;
+	struct vt_cpu_stats st[MAXCPU];
+	uint32_t seq;
+
+	CHECK(drv_up(&d, "live", -1) == 0);
+	seq = drv_config(&d, "sched:sched_switch", "mono", 256);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_start(&d, 77) == 0);
+	CHECK(write_markers(&d, 0, 30000) == 0);
+	CHECK(drv_stop(&d, 77, st) == 0);
+	CHECK(check_session(&d, 77, 30000, st, 0, NULL) == 0);
+	for (unsigned c = 0; c < d.ncpus; c++)
+		CHECK_INT(st[c].pages_sent, >, 256 / 4); /* more than one ring's worth went through */
+	CHECK_INT(drv_down(&d), ==, 0);
+	CHECK(!instance_exists(&d));
+}
+
+TEST(legacy_lines)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct rmsg r;
+	struct vt_cpu_stats st[MAXCPU];
+	uint64_t sid = 1;
+	uint32_t v = 0, seq;
+
+	CHECK(drv_up(&d, "legacy", -1) == 0);
+	capture_begin(&d);
+	CHECK(util_write_full(d.ctl_fd, "1\n", 2) == 0);
+	CHECK(drv_hello(&d, &r) == 0); /* answered after the start completed */
+	CHECK(vt_msg_u32(&r.m, VT_A_STATE, &v) == 0 && v == VT_STATE_TRACING);
+	CHECK(vt_msg_u64(&r.m, VT_A_SESSION_ACTIVE, &sid) == 0 && sid == 0);
+	rmsg_free(&r);
+	CHECK(write_markers(&d, 0, 500) == 0);
+	CHECK(util_write_full(d.ctl_fd, "0\r\n", 3) == 0);
+	CHECK(drv_hello(&d, &r) == 0);
+	CHECK(vt_msg_u32(&r.m, VT_A_STATE, &v) == 0 && v == VT_STATE_IDLE);
+	rmsg_free(&r);
+	capture_end(&d);
+	/* No STOPPED for a legacy stop: take the stats from the end markers. */
+	for (unsigned c = 0; c < d.ncpus; c++) {
+		struct vt_marker e;
+
+		CHECK(d.cap[c].len >= 8192);
+		CHECK(vt_marker_decode(d.cap[c].data + d.cap[c].len - 4096, 4096, &e) == 1);
+		st[c] = e.stats;
+	}
+	CHECK(check_session(&d, 0, 500, st, 0, NULL) == 0);
+	/* STOP while idle: an error, and the agent goes on. */
+	seq = drv_simple(&d, VT_MSG_STOP, UINT64_MAX);
+	_cleanup_free_ char *msg = NULL;
+	CHECK(drv_error(&d, seq, &msg) == EALREADY);
+	CHECK_INT(drv_down(&d), ==, 0);
+	CHECK(!instance_exists(&d));
+}
+
+TEST(host_goes_away_and_returns)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct rmsg r;
+	struct vt_cpu_stats st[MAXCPU];
+	uint64_t sid = 0;
+	uint32_t v = 0;
+
+	CHECK(drv_up(&d, "reconnect", -1) == 0);
+	CHECK(drv_start(&d, 5) == 0);
+	CHECK(write_markers(&d, 0, 200) == 0);
+	/* The host disappears mid-session and comes back. */
+	close(d.ctl_fd);
+	vt_reader_free(&d.rd);
+	vt_reader_init(&d.rd);
+	d.ctl_fd = accept_wait(d.ctl_lfd);
+	CHECK(d.ctl_fd >= 0);
+	CHECK(drv_hello(&d, &r) == 0);
+	CHECK(vt_msg_u32(&r.m, VT_A_STATE, &v) == 0 && v == VT_STATE_TRACING);
+	CHECK(vt_msg_u64(&r.m, VT_A_SESSION_ACTIVE, &sid) == 0 && sid == 5);
+	rmsg_free(&r);
+	CHECK(write_markers(&d, 200, 200) == 0); /* the numbering goes on: 200..399 */
+	CHECK(drv_stop(&d, 5, st) == 0);
+	/* The markers of both halves, each once and in order. */
+	CHECK(check_session(&d, 5, 400, st, 0, NULL) == 0);
+	/* Gone again while idle, back again: the next session works. */
+	close(d.ctl_fd);
+	vt_reader_free(&d.rd);
+	vt_reader_init(&d.rd);
+	d.ctl_fd = accept_wait(d.ctl_lfd);
+	CHECK(d.ctl_fd >= 0);
+	CHECK(drv_start(&d, 6) == 0);
+	CHECK(write_markers(&d, 0, 300) == 0);
+	CHECK(drv_stop(&d, 6, st) == 0);
+	CHECK(check_session(&d, 6, 300, st, 0, NULL) == 0);
+	CHECK_INT(drv_down(&d), ==, 0);
+	CHECK(!instance_exists(&d));
+}
+
+/* SIGTERM mid-session: tracing off, streams closed with their end markers, instance gone, exit 0. */
+TEST(sigterm_while_tracing)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct vt_cpu_stats st[MAXCPU];
+	int status = -1;
+
+	CHECK(drv_up(&d, "sigterm", -1) == 0);
+	CHECK(drv_start(&d, 11) == 0);
+	CHECK(write_markers(&d, 0, 1000) == 0);
+	kill(d.pid, SIGTERM);
+	waitpid(d.pid, &status, 0);
+	d.pid = 0;
+	capture_end(&d);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(!instance_exists(&d));
+	for (unsigned c = 0; c < d.ncpus; c++) {
+		struct vt_marker e;
+
+		CHECK(d.cap[c].len >= 8192);
+		CHECK(vt_marker_decode(d.cap[c].data + d.cap[c].len - 4096, 4096, &e) == 1);
+		CHECK(e.kind == VT_MARKER_END);
+		st[c] = e.stats;
+	}
+	CHECK(check_session(&d, 11, 1000, st, 0, NULL) == 0);
+}
+
+/* A data port that goes away mid-session: that CPU reports the error, the others go on. */
+TEST(data_port_unplugged)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct vt_cpu_stats st[MAXCPU];
+	unsigned last;
+
+	CHECK(get_nprocs_conf() >= 2);
+	last = (unsigned)get_nprocs_conf() - 1;
+	CHECK(drv_up(&d, "unplug", -1) == 0);
+	d.cap[last].unplug = true;
+	CHECK(drv_start(&d, 12) == 0);
+	CHECK(write_markers(&d, 0, 100) == 0);
+	CHECK(drv_stop(&d, 12, st) == 0);
+	CHECK(st[last].error < 0);
+	close(d.cap[last].lfd);
+	d.cap[last].lfd = -1; /* left out of the stream checks */
+	CHECK(check_session(&d, 12, 100, st, 0, NULL) == 0);
+	/* The next session on every port works again. */
+	CHECK(drv_up_port(&d, last) == 0);
+	CHECK(drv_start(&d, 13) == 0);
+	CHECK(write_markers(&d, 0, 100) == 0);
+	CHECK(drv_stop(&d, 13, st) == 0);
+	CHECK(check_session(&d, 13, 100, st, 0, NULL) == 0);
+	CHECK_INT(drv_down(&d), ==, 0);
+}
+
+TEST(missing_data_port)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct vt_cpu_stats st[MAXCPU];
+	unsigned last;
+
+	CHECK(get_nprocs_conf() >= 2); /* the case needs a CPU with and one without a port */
+	last = (unsigned)get_nprocs_conf() - 1;
+	CHECK(drv_up(&d, "missing", (int)last) == 0);
+	CHECK(drv_start(&d, 9) == 0);
+	CHECK(write_markers(&d, 0, 100) == 0);
+	CHECK(drv_stop(&d, 9, st) == 0);
+	CHECK_INT(st[last].error, ==, -ENOENT);
+	CHECK_INT(st[last].pages_sent, ==, 0);
+	CHECK(check_session(&d, 9, 100, st, 0, NULL) == 0);
+	CHECK_INT(drv_down(&d), ==, 0);
+}
+
+TEST(bad_config_and_probe_clocks)
+{
+	static const struct {
+		const char *events, *clock, *named;
+	} bad[] = {
+		{ "sched:nope_not_here", NULL, "sched:nope_not_here" },
+		{ "sched:sched_switch,nosuchsys", NULL, "nosuchsys:*" },
+		{ "sched:sched switch", NULL, "sched:sched switch" },
+		{ NULL, "bogusclock", "bogusclock" },
+		{ "sched:sched_switch", "bogusclock", "bogusclock" },
+	};
+	_cleanup_drv_ struct drv d = { 0 };
+	struct rmsg r;
+	_cleanup_free_ char *before = NULL, *after = NULL, *clock = NULL;
+	uint32_t seq;
+
+	CHECK(drv_up(&d, "badcfg", -1) == 0);
+	CHECK(drv_hello(&d, &r) == 0);
+	CHECK(vt_msg_str(&r.m, VT_A_EVENTS, 4096, &before) == 0);
+	rmsg_free(&r);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		_cleanup_free_ char *msg = NULL;
+
+		seq = drv_config(&d, bad[i].events, bad[i].clock, 0);
+		CHECK(drv_error(&d, seq, &msg) > 0);
+		if (!strstr(msg, bad[i].named))
+			fprintf(stderr, "error '%s' does not name '%s'\n", msg, bad[i].named);
+		CHECK(strstr(msg, bad[i].named) != NULL);
+	}
+	seq = drv_config(&d, NULL, NULL, 1u << 31);
+	_cleanup_free_ char *m2 = NULL;
+	CHECK(drv_error(&d, seq, &m2) == ERANGE);
+	/* Nothing half-applied. */
+	CHECK(drv_hello(&d, &r) == 0);
+	CHECK(vt_msg_str(&r.m, VT_A_EVENTS, 4096, &after) == 0);
+	CHECK(vt_msg_str(&r.m, VT_A_CLOCK, 4096, &clock) == 0);
+	rmsg_free(&r);
+	CHECK_STR(after, before);
+	CHECK_STR(clock, "mono");
+	/* A clock without a user-space reading is refused by PROBE, clearly. */
+	seq = drv_config(&d, NULL, "global", 0);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	{
+		struct vt_buf b = { 0 };
+		_cleanup_free_ char *msg = NULL;
+
+		seq = ++d.seq;
+		vt_msg_begin(&b, VT_MSG_PROBE, seq);
+		vt_put_u64(&b, VT_A_PROBE_ID, 1);
+		vt_msg_end(&b);
+		drv_send(&d, &b);
+		CHECK(drv_error(&d, seq, &msg) == EOPNOTSUPP);
+		CHECK(strstr(msg, "'global'") != NULL);
+	}
+	CHECK_INT(drv_down(&d), ==, 0);
+}
+
+/* Raw bytes on the control port. */
+static void drv_raw(struct drv *d, const void *p, size_t len)
+{
+	if (util_write_full(d->ctl_fd, p, len) < 0)
+		fprintf(stderr, "raw write failed\n");
+}
+
+static void hdr_bytes(uint8_t *h, uint32_t magic, uint16_t ver, uint16_t type, uint32_t seq, uint32_t len)
+{
+	memcpy(h, &magic, 4);
+	memcpy(h + 4, &ver, 2);
+	memcpy(h + 6, &type, 2);
+	memcpy(h + 8, &seq, 4);
+	memcpy(h + 12, &len, 4);
+}
+
+TEST(hostile_frames)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct rmsg r;
+	uint8_t f[64];
+	char *msg = NULL;
+
+	CHECK(drv_up(&d, "hostile", -1) == 0);
+	drv_raw(&d, "garbage here\n", 13);
+	CHECK(drv_error(&d, 0, &msg) == EBADMSG);
+	free(msg);
+	hdr_bytes(f, VT_PROTO_MAGIC, 1, VT_MSG_HELLO, 99, 0x7fffffff);
+	drv_raw(&d, f, 16);
+	CHECK(drv_error(&d, 99, &msg) == EMSGSIZE);
+	free(msg);
+	hdr_bytes(f, VT_PROTO_MAGIC, 9, VT_MSG_HELLO, 98, 0);
+	drv_raw(&d, f, 16);
+	CHECK(drv_error(&d, 98, &msg) == EPROTONOSUPPORT);
+	free(msg);
+	hdr_bytes(f, VT_PROTO_MAGIC, 1, 200, 7, 0);
+	drv_raw(&d, f, 16);
+	CHECK(drv_error(&d, 7, &msg) == EOPNOTSUPP);
+	free(msg);
+	/* An attribute claiming more bytes than the frame holds. */
+	hdr_bytes(f, VT_PROTO_MAGIC, 1, VT_MSG_CONFIG, 8, 12);
+	uint16_t tag = VT_A_EVENTS, fl = 0;
+	uint32_t alen = 1000;
+	memcpy(f + 16, &tag, 2);
+	memcpy(f + 18, &fl, 2);
+	memcpy(f + 20, &alen, 4);
+	memcpy(f + 24, "abcd", 4);
+	drv_raw(&d, f, 28);
+	CHECK(drv_error(&d, 8, &msg) == EBADMSG);
+	free(msg);
+	/* START without a session id. */
+	uint32_t seq = drv_simple(&d, VT_MSG_START, UINT64_MAX);
+	CHECK(drv_error(&d, seq, &msg) == EINVAL);
+	free(msg);
+	CHECK(drv_hello(&d, &r) == 0);
+	rmsg_free(&r);
+	/* A truncated frame, then the host goes away: the next host is served from a clean state. */
+	hdr_bytes(f, VT_PROTO_MAGIC, 1, VT_MSG_HELLO, 5, 40);
+	drv_raw(&d, f, 26);
+	close(d.ctl_fd);
+	vt_reader_free(&d.rd);
+	vt_reader_init(&d.rd);
+	d.ctl_fd = accept_wait(d.ctl_lfd);
+	CHECK(d.ctl_fd >= 0);
+	CHECK(drv_hello(&d, &r) == 0);
+	rmsg_free(&r);
+	CHECK_INT(drv_down(&d), ==, 0);
+	CHECK(!instance_exists(&d));
+}
+
+/* Runs the agent with args and a given uid; returns its exit status, stderr in *ret_err. */
+static int run_agent(uid_t uid, const char *log, const char *const argv[], char **ret_err)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (uid && (setgid(uid) < 0 || setuid(uid) < 0))
+			_exit(126);
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		dup2(fd, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	if (util_read_file(log, 1 << 16, ret_err, NULL) < 0)
+		*ret_err = strdup("");
+	unlink(log);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(user_errors_say_what_to_do)
+{
+	char dir[] = "/tmp/vt-agent-err-XXXXXX";
+	char log[64];
+	char *err = NULL;
+
+	CHECK(tracefs_ready());
+	CHECK(mkdtemp(dir) != NULL);
+	chmod(dir, 0777);
+	snprintf(log, sizeof(log), "%s/log", dir);
+	const char *no_ports[] = { (char *)agent_path(), "--ports-dir", dir, "--instance", "vt_agent_test_err", NULL };
+	CHECK_INT(run_agent(0, log, no_ports, &err), ==, 1);
+	CHECK(strstr(err, "add the virtio-serial channels") != NULL);
+	free(err);
+	CHECK(access(TRACEFS "/instances/vt_agent_test_err", F_OK) != 0);
+	const char *no_tracefs[] = { (char *)agent_path(), "--tracefs", dir, "--ports-dir", dir,
+			       "--instance", "vt_agent_test_err", NULL };
+	CHECK_INT(run_agent(0, log, no_tracefs, &err), ==, 1);
+	CHECK(strstr(err, "mount -t tracefs") != NULL);
+	free(err);
+	CHECK_INT(run_agent(65534, log, no_ports, &err), ==, 1);
+	CHECK(strstr(err, "must run as root") != NULL);
+	free(err);
+	rmdir(dir);
+}
