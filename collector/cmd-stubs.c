@@ -21,8 +21,5 @@ static int stub_run(const struct cmd_entry *cmd, int argc, char **argv)
 
 STUB(cmd_setup, "setup", "create the per-VM FIFOs/sockets, print QEMU args or libvirt XML",
      "--name VM --cpus N [--dir D] [--transport pipe|socket] [--format qemu|libvirt]");
-STUB(cmd_start, "start", "start a tracing session (daemon)", "--name VM [-e EVENTS] [options]");
-STUB(cmd_status, "status", "show a running session's per-CPU rates and losses", "[--name VM]");
-STUB(cmd_stop, "stop", "stop the session and write the merged perf.data", "[--name VM] [-o OUT] [-z]");
 STUB(cmd_merge, "merge", "merge a session dir into one perf.data (offline, recovery)",
      "SESSION_DIR [--host-data FILE] -o OUT [-z]");
