@@ -19,7 +19,7 @@
 
 #define TICK_MS 100
 #define PROBES_PER_BURST 8
-#define STOP_WAIT_NS (10ull * 1000000000ull)
+#define STOP_WAIT_NS ((uint64_t)d->o->timeout_s * SEC) /* bounded wait for end markers */
 #define PERF_WAIT_NS (30ull * 1000000000ull)
 #define SEC 1000000000ull
 
@@ -698,7 +698,7 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 		break;
 	case PH_STOP:
 		log_warn("the agent did not finish within %llu s (stopped frame %s); finalizing with what arrived",
-			 STOP_WAIT_NS / SEC, d->stopped_msg ? "received" : "missing");
+			 (unsigned long long)(STOP_WAIT_NS / SEC), d->stopped_msg ? "received" : "missing");
 		daemon_perf_stop(d);
 		break;
 	case PH_PERF_STOP:

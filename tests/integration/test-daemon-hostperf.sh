@@ -1,0 +1,3 @@
+# SPDX-License-Identifier: GPL-2.0-only
+. "$(dirname "$0")/daemon-lib.sh"
+finish
