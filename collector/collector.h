@@ -94,6 +94,8 @@ struct session_info {
 int session_create(const char *vm_dir, struct session_info *s);
 int session_write(const struct session_info *s);
 int session_set_state(struct session_info *s, const char *state);
+/* Deletes the session's reserve file (made at creation) when the disk is full. */
+void session_release_reserve(const struct session_info *s);
 /* Reads one key of DIR/session.ini into buf; -ENOENT when absent. */
 int session_ini_get(const char *dir, const char *key, char *buf, size_t size);
 /* Rewrites one key of DIR/session.ini atomically (used by stop after the merge). */

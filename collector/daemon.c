@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,6 +101,7 @@ static void daemon_fail(struct daemon *d, const char *fmt, ...)
 		hostperf_stop(d->perf);
 		hostperf_kill(d->perf);
 	}
+	session_release_reserve(&d->s);
 	snprintf(d->s.stop_reason, sizeof(d->s.stop_reason), "start failed");
 	session_set_state(&d->s, "failed");
 	daemon_notify(d, "fail\n");
@@ -189,14 +191,28 @@ static bool clocks_has(const char *clocks, const char *want)
 	return false;
 }
 
-/* --clock auto: kvm only when kvm debugfs is there and the guest offers x86-tsc. */
+/* kvm debugfs holds this QEMU's vCPU TSC offsets: /sys/kernel/debug/kvm/<pid>-<fd>/vcpu0/tsc-offset. */
+static bool kvm_debugfs_has(pid_t pid)
+{
+	char pattern[96];
+	glob_t g;
+	bool found;
+
+	if (pid <= 0)
+		return false;
+	snprintf(pattern, sizeof(pattern), "/sys/kernel/debug/kvm/%d-*/vcpu0/tsc-offset", (int)pid);
+	found = glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0;
+	globfree(&g);
+	return found;
+}
+
+/* --clock auto: kvm only when kvm debugfs has this VM and the guest offers x86-tsc. */
 static void daemon_choose_clock(struct daemon *d)
 {
-	struct stat st;
 	const char *want = d->o->clock;
 
 	if (!strcmp(want, "auto"))
-		want = stat("/sys/kernel/debug/kvm", &st) == 0 && clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
+		want = kvm_debugfs_has(d->s.qemu_pid) && clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
 	snprintf(d->s.clock_method, sizeof(d->s.clock_method), "%s", want);
 	snprintf(d->s.guest_clock, sizeof(d->s.guest_clock), "%s", !strcmp(want, "kvm") ? "x86-tsc" : "mono");
 }
@@ -235,6 +251,8 @@ static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
 	daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 }
 
+static void daemon_start_perf(struct daemon *d);
+
 static void daemon_begin_tracing_steps(struct daemon *d)
 {
 	if (!strcmp(d->s.clock_method, "ptp")) {
@@ -243,7 +261,7 @@ static void daemon_begin_tracing_steps(struct daemon *d)
 		daemon_probe_send(d);
 		return;
 	}
-	daemon_set_phase(d, PH_PERF, 0);
+	daemon_start_perf(d);
 }
 
 static void daemon_start_perf(struct daemon *d)
@@ -442,6 +460,7 @@ void daemon_spool_error(struct daemon *d, unsigned cpu, int err)
 	}
 	log_error("cpu%u: cannot write %s/cpu%u.spool: %s — stopping; what was spooled is kept",
 		  cpu, d->s.dir, cpu, strerror(-err));
+	session_release_reserve(&d->s); /* room for session.ini and the stop's files */
 	snprintf(reason, sizeof(reason), "%s writing cpu%u.spool", err == -ENOSPC ? "disk full" : strerror(-err), cpu);
 	daemon_discard_all(d);
 	daemon_stop_begin(d, reason);
@@ -583,7 +602,7 @@ static void daemon_summary(struct daemon *d, FILE *f)
 			fprintf(f, "; %llu bytes dropped by the host after the stop/limit", (unsigned long long)st.discarded);
 		fputc('\n', f);
 	}
-	fprintf(f, "losses: ring overrun %llu events, ring dropped %llu events, pages flagged missed-events %llu events, transport %llu pages%s\n",
+	fprintf(f, "losses: ring overrun %llu events, ring dropped %llu events, ring missed-events %llu (counted in page headers), transport %llu pages%s\n",
 		(unsigned long long)overrun, (unsigned long long)dropped, (unsigned long long)missed,
 		(unsigned long long)transport, unknown ? " (some CPUs unknown: the guest never reported)" : "");
 	fprintf(f, "pages: %llu in total\n", (unsigned long long)pages);
@@ -599,6 +618,7 @@ static void daemon_finalize(struct daemon *d)
 	size_t len = 0;
 	FILE *f;
 
+	session_release_reserve(&d->s);
 	d->s.stopped_mono_ns = util_now_ns(CLOCK_MONOTONIC);
 	daemon_set_phase(d, PH_STOPPED, 0);
 	daemon_discard_all(d); /* keep reading the ports, write nothing more */

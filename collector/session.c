@@ -12,6 +12,28 @@
 #include "util.h"
 
 #define INI_MAX (256u << 10)
+#define RESERVE_SIZE (256u << 10)
+
+/* A file of zeros kept until the disk fills up: deleting it leaves room to finalize. */
+static void session_make_reserve(const char *dir)
+{
+	char path[PATH_MAX + 16], zero[4096] = { 0 };
+	_cleanup_close_ int fd = -1;
+
+	snprintf(path, sizeof(path), "%s/.reserve", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	for (unsigned i = 0; fd >= 0 && i < RESERVE_SIZE / sizeof(zero); i++)
+		if (util_write_full(fd, zero, sizeof(zero)) < 0)
+			break;
+}
+
+void session_release_reserve(const struct session_info *s)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/.reserve", s->dir);
+	unlink(path);
+}
 
 int session_create(const char *vm_dir, struct session_info *s)
 {
@@ -33,8 +55,10 @@ int session_create(const char *vm_dir, struct session_info *s)
 
 		if ((size_t)n >= sizeof(s->dir))
 			return -ENAMETOOLONG;
-		if (mkdir(s->dir, 0700) == 0)
+		if (mkdir(s->dir, 0700) == 0) {
+			session_make_reserve(s->dir);
 			return 0;
+		}
 		if (errno != EEXIST)
 			return -errno;
 	}

@@ -251,6 +251,7 @@ static void spool_readable(evutil_socket_t fd, short what, void *arg)
 			event_del(s->ev);
 			break;
 		}
+		daemon_spool_progress(s->d, s->cpu); /* limits act within one wake-up */
 	}
 	if (!s->discard)
 		spool_scan(s);

@@ -42,6 +42,8 @@ start() { collector start --name "$VM" --dir "$VMDIR" --run-dir "$RUN" --timeout
 status() { collector status --name "$VM" --run-dir "$RUN" "$@"; }
 stop() { collector stop --name "$VM" --run-dir "$RUN" -o "$T/out.data" "$@"; }
 ini() { sed -n "s/^$2=//p" "$1/session.ini"; }
+# status_has REGEX: the daemon's status matches now.
+status_has() { status 2>&1 | grep -Eq -- "$1"; }
 daemon_pid() { head -n 1 "$RUN/$VM.pid"; }
 
 # wait_for SECONDS COMMAND...: polls a condition (the daemon works asynchronously).

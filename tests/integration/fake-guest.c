@@ -324,6 +324,11 @@ static void read_ctl(struct fg *g)
 		if (g->sock) { /* the host went away: wait for it again, as QEMU does */
 			close(g->ctl_r);
 			g->ctl_r = g->ctl_w = -1;
+			for (unsigned c = 0; c < g->ncpus; c++) {
+				if (g->data[c] >= 0)
+					close(g->data[c]);
+				g->data[c] = -1;
+			}
 			return;
 		}
 		exit(n < 0);

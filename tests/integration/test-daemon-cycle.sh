@@ -18,7 +18,7 @@ check "control socket mode 0600" test "$(stat -c %a "$RUN/$VM.sock")" = 600
 check "clock probes at start stored" test "$(wc -l <"$S/clock.samples")" -ge 8
 check "metadata stored under guest/" test -f "$S/guest/events/sched/sched_switch/format"
 check "guest kallsyms stored" grep -q _stext "$S/guest/kallsyms"
-wait_for 10 grep -q 'cpu1 *100 ' <(status)
+wait_for 10 status_has 'cpu1 *100 '
 check_out "status shows cpu0 with 100 pages" '^cpu0 +100 ' status
 check_out "status shows the missed-events page" '^cpu0 +100 +[0-9]+ +[0-9.]+ +1 +7 ' status
 check_out "status names the session" "session: $S" status
