@@ -339,13 +339,28 @@ static int meta_mkdirs(int dirfd, const char *name)
 	return 0;
 }
 
-int agentctl_store_meta(struct agentctl *a, const struct vt_msg *m, int guest_dirfd)
+/* A printable, bounded copy of a guest-chosen name, for messages. */
+static void printable(const char *in, size_t len, char *out, size_t size)
+{
+	size_t n = MIN(len, size - 1);
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = in[i] >= 0x20 && in[i] < 0x7f ? in[i] : '?';
+	out[n] = '\0';
+}
+
+int agentctl_store_meta(struct agentctl *a, const struct vt_msg *m, int guest_dirfd, char *ret_name,
+			size_t size)
 {
 	_cleanup_free_ char *name = NULL;
 	_cleanup_close_ int fd = -1;
-	struct vt_attr data;
+	struct vt_attr data, na;
 	int r;
 
+	if (vt_msg_find(m, VT_A_FILE_NAME, &na) == 0)
+		printable((const char *)na.data, na.len, ret_name, size);
+	else
+		snprintf(ret_name, size, "(no name)");
 	if (vt_msg_str(m, VT_A_FILE_NAME, META_NAME_MAX, &name) < 0 ||
 	    vt_msg_find(m, VT_A_FILE_DATA, &data) < 0)
 		return -EBADMSG;

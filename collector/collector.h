@@ -143,8 +143,10 @@ int agentctl_send_start(struct agentctl *a, uint64_t session_id);
 int agentctl_send_stop(struct agentctl *a);
 int agentctl_send_probe(struct agentctl *a, uint64_t id, uint64_t host_ns);
 int agentctl_parse_hello(const struct vt_msg *m, struct agent_hello *ret);
-/* Stores a META_FILE frame under guest_dir (a dirfd); validates the name. */
-int agentctl_store_meta(struct agentctl *a, const struct vt_msg *m, int guest_dirfd);
+/* Stores a META_FILE frame under guest_dir (a dirfd); validates the name; a printable copy
+ * of the name goes to ret_name (for messages) in any case. */
+int agentctl_store_meta(struct agentctl *a, const struct vt_msg *m, int guest_dirfd, char *ret_name,
+			size_t size);
 int agentctl_parse_stopped(const struct vt_msg *m, uint64_t session_id, struct vt_cpu_stats *stats,
 			   unsigned ncpus, unsigned *ret_n);
 uint64_t agentctl_last_rx(const struct agentctl *a);

@@ -351,12 +351,14 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 		break;
 	case PH_META:
 		if (t == VT_MSG_META_FILE) {
-			int r = agentctl_store_meta(d->agent, m, d->guest_dirfd);
+			char name[80];
+			int r = agentctl_store_meta(d->agent, m, d->guest_dirfd, name, sizeof(name));
 
 			d->deadline_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d) * 3;
 			if (r < 0 && log_due(&d->meta_refused))
-				log_warn("agent-ctl-path: metadata file refused: %s (only the names in docs/protocol.md are stored; %llu refused so far)",
-					 strerror(-r), (unsigned long long)d->meta_refused);
+				log_warn("agent-ctl-path: metadata file '%s' refused: %s (only the names in docs/protocol.md are stored; %llu refused so far)",
+					 name, r == -EINVAL ? "name not allowed" : strerror(-r),
+					 (unsigned long long)d->meta_refused);
 			return;
 		}
 		if (t == VT_MSG_META_END)
