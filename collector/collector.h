@@ -120,6 +120,8 @@ int spool_new(struct daemon *d, unsigned cpu, struct port *port, const char *ses
 	      uint64_t session_id, uint32_t page_size, struct spool **ret);
 void spool_free(struct spool *s);
 int spool_arm(struct spool *s, struct event_base *base);
+/* Moves what the port has into the spool and scans it (the read callback; tests call it). */
+void spool_poll(struct spool *s);
 void spool_discard(struct spool *s);       /* stop writing the spool; keep reading the port */
 void spool_stats(const struct spool *s, struct spool_stats *ret);
 void spool_rate_tick(struct spool *s, uint64_t now_ns);

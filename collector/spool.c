@@ -233,7 +233,12 @@ static int spool_flush_pipe(struct spool *s, size_t n)
 
 static void spool_readable(evutil_socket_t fd, short what, void *arg)
 {
-	struct spool *s = arg;
+	spool_poll(arg);
+}
+
+void spool_poll(struct spool *s)
+{
+	int fd = s->port->rfd;
 
 	for (int i = 0; i < ROUNDS_PER_WAKE; i++) {
 		ssize_t n = splice(fd, NULL, s->pipe[1], NULL, SPLICE_CHUNK, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -243,12 +248,14 @@ static void spool_readable(evutil_socket_t fd, short what, void *arg)
 		if (n < 0 && errno == EAGAIN)
 			break;
 		if (n <= 0) {
-			event_del(s->ev);
+			if (s->ev)
+				event_del(s->ev);
 			daemon_spool_error(s->d, s->cpu, n == 0 ? -EPIPE : -errno);
 			break;
 		}
 		if (spool_flush_pipe(s, (size_t)n) < 0) {
-			event_del(s->ev);
+			if (s->ev)
+				event_del(s->ev);
 			break;
 		}
 		daemon_spool_progress(s->d, s->cpu); /* limits act within one wake-up */
