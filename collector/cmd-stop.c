@@ -2,6 +2,7 @@
 /* trace-collector stop: the daemon stops the agent and host perf and finalizes the
  * session; this process then runs the merge (the same code as 'merge', the recovery path). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -39,6 +40,28 @@ static void stop_output(const char *dir, const char *opt, char *buf, size_t size
 	snprintf(buf, size, "%s.data", vm);
 }
 
+/* No daemon to ask (never started, or killed): point at the last session, still mergeable. */
+static void stop_last_session(const char *run_dir, const char *name)
+{
+	char path[PATH_MAX + 16], text[PATH_MAX + 32] = "", *dir;
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	if (!name)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.pid", run_dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read(fd, text, sizeof(text) - 1)) <= 0)
+		return;
+	text[n] = '\0';
+	dir = strchr(text, '\n');
+	if (!dir || !dir[1])
+		return;
+	dir[1 + strcspn(dir + 1, "\n")] = '\0';
+	log_error("the last session of %s is %s; merge it with 'trace-collector merge %s -o %s.data'",
+		  name, dir + 1, dir + 1, name);
+}
+
 static int stop_merge(const char *dir, const char *out, bool compress)
 {
 	struct stat st;
@@ -71,8 +94,10 @@ static int stop_run(int argc, char **argv)
 
 	if (r)
 		return r > 0 ? 0 : 2;
-	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0)
+	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0) {
+		stop_last_session(run_dir, name);
 		return 1;
+	}
 	f = open_memstream(&reply, &len);
 	if (!f)
 		return 1;
@@ -82,6 +107,7 @@ static int stop_run(int argc, char **argv)
 	fflush(stdout);
 	if (r < 0) {
 		log_error("the daemon at %s did not answer the stop: %s", sock, strerror(-r));
+		stop_last_session(run_dir, name);
 		return 1;
 	}
 	p = reply ? strstr(reply, "session: ") : NULL;

@@ -31,6 +31,10 @@ check "session.ini still says tracing (last state written)" test "$(ini "$S" sta
 check "no session.ini.tmp left" test ! -e "$S/session.ini.tmp"
 r=$(spool_check "$S/cpu0.spool" "$(ini "$S" session_id)")
 grep -q 'pages=20 end=0' <<<"$r" && ok "spool readable after SIGKILL ($r)" || fail "spool after SIGKILL: $r"
+out=$(stop 2>&1); rc=$?
+check "stop without a daemon fails" test $rc -eq 1
+grep -q "the last session of $VM is $S; merge it with 'trace-collector merge $S" <<<"$out" &&
+	ok "stop without a daemon points at the last session" || fail "stop after SIGKILL: $out"
 out=$(start --no-host 2>&1); rc=$?
 check "start after a SIGKILLed daemon works ($out)" test $rc -eq 0
 stop >/dev/null 2>&1
