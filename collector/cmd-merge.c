@@ -44,3 +44,12 @@ const struct cmd_entry cmd_merge = {
 	.usage = "SESSION_DIR [--host-data FILE] -o OUT [-z]",
 	.run = merge_cmd_run,
 };
+
+/* stop's entry point (collector.h): the merge prints its summary on stdout. */
+int merge_session(const char *session_dir, const char *out, bool compress, FILE *summary)
+{
+	struct merge_options o = { .session_dir = session_dir, .output = out, .zstd_level = compress ? 3 : 0 };
+
+	fflush(summary);
+	return merge_run(&o);
+}

@@ -16,3 +16,180 @@ void cmd_usage(const struct cmd_entry *cmd, int to_stderr);
 int cmd_not_implemented(const struct cmd_entry *cmd);
 
 extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_stop, cmd_merge;
+
+/* ---- daemon: trace-collector start/status/stop (collector/README.md) ---- */
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "marker.h"
+#include "proto.h"
+
+#define COLLECTOR_VM_ROOT "/var/lib/virtio-trace"
+#define COLLECTOR_RUN_DIR "/run/virtio-trace"
+#define COLLECTOR_MAX_CPUS 256
+
+/* Merges SESSION_DIR into OUT (zstd when compress); human summary lines go to summary.
+ * Returns 0 or -errno (the merge prints its summary on stdout). */
+int merge_session(const char *session_dir, const char *out, bool compress, FILE *summary);
+
+/* Parsed `start` options (the only mutable state besides the log level). */
+struct start_opts {
+	const char *name;
+	char vm_dir[PATH_MAX];
+	char run_dir[PATH_MAX];
+	const char *events;
+	const char *clock;            /* auto|kvm|ptp */
+	const char *host_events;
+	const char *host_perf_args;
+	char host_data[PATH_MAX];     /* --host-data, absolute; "" when absent */
+	char out[PATH_MAX];           /* -o, absolute; "" when absent */
+	uint32_t buffer_kb;
+	uint64_t max_size;
+	pid_t qemu_pid;
+	bool no_host;
+	bool foreground;
+	unsigned timeout_s;           /* agent answer timeout */
+	unsigned heartbeat_s;         /* probe period while tracing */
+};
+
+struct daemon;
+struct event_base;
+
+/* ports.c: the per-VM FIFO pairs (NAME.in / NAME.out) or sockets (NAME.sock). */
+enum port_kind { PORT_FIFO, PORT_SOCKET };
+struct port {
+	char name[64];
+	char base[PATH_MAX]; /* DIR/NAME */
+	enum port_kind kind;
+	int rfd, wfd;        /* equal for sockets; -1 when closed */
+};
+int ports_detect(const char *dir, enum port_kind *ret);
+void port_init(struct port *p, const char *dir, const char *name, enum port_kind kind);
+int port_open(struct port *p, bool writable);
+void port_close(struct port *p);
+uint64_t port_drain(struct port *p);
+pid_t port_peer_pid(const struct port *p);
+const char *port_path(const struct port *p, bool reading, char *buf, size_t size);
+
+/* session.c: session dir and its session.ini. */
+struct session_info {
+	char dir[PATH_MAX];
+	char vm[64];
+	uint64_t session_id;
+	uint32_t ncpus, page_size;
+	pid_t qemu_pid;
+	char guest_clock[32];
+	char clock_method[8];
+	char events[1024];
+	uint64_t started_realtime_ns, started_mono_ns, stopped_mono_ns;
+	char host_data[PATH_MAX];
+	char state[16];
+	char guest_release[128], guest_arch[32];
+	char stop_reason[128];
+	char output[PATH_MAX];
+};
+int session_create(const char *vm_dir, struct session_info *s);
+int session_write(const struct session_info *s);
+int session_set_state(struct session_info *s, const char *state);
+/* Deletes the session's reserve file (made at creation) when the disk is full. */
+void session_release_reserve(const struct session_info *s);
+/* Reads one key of DIR/session.ini into buf; -ENOENT when absent. */
+int session_ini_get(const char *dir, const char *key, char *buf, size_t size);
+/* Rewrites one key of DIR/session.ini atomically (used by stop after the merge). */
+int session_ini_set(const char *dir, const char *key, const char *value);
+
+/* spool.c: one CPU's data port spliced into cpuN.spool. */
+struct spool_stats {
+	uint64_t spooled;        /* bytes in cpuN.spool */
+	uint64_t stale;          /* bytes before this session's begin marker */
+	uint64_t pages;          /* ring pages after the begin marker */
+	uint64_t data_bytes;     /* their used bytes (commit sizes) */
+	uint64_t missed_pages;   /* pages flagged RB_MISSED_EVENTS (ring overwrote events before them) */
+	uint64_t missed_events;  /* counts stored with RB_MISSED_STORED */
+	uint64_t bad_pages;      /* implausible commit words (stream misaligned or corrupt) */
+	uint64_t bad_markers;    /* marker-like pages that are not ours */
+	uint64_t discarded;      /* bytes read from the port and dropped (limit, disk full, after stop) */
+	bool begun, ended;
+	struct vt_cpu_stats end; /* from the end marker */
+};
+struct spool;
+int spool_new(struct daemon *d, unsigned cpu, struct port *port, const char *session_dir,
+	      uint64_t session_id, uint32_t page_size, struct spool **ret);
+void spool_free(struct spool *s);
+int spool_arm(struct spool *s, struct event_base *base);
+/* Moves what the port has into the spool and scans it (the read callback; tests call it). */
+void spool_poll(struct spool *s);
+void spool_discard(struct spool *s);       /* stop writing the spool; keep reading the port */
+void spool_stats(const struct spool *s, struct spool_stats *ret);
+void spool_rate_tick(struct spool *s, uint64_t now_ns);
+double spool_rate(const struct spool *s); /* MB/s over the last few seconds */
+/* Called by spool.c into the daemon: */
+void daemon_spool_error(struct daemon *d, unsigned cpu, int err);
+void daemon_spool_progress(struct daemon *d, unsigned cpu);
+
+/* agentctl.c: the agent-ctl-path client. */
+struct agent_hello {
+	uint32_t ncpus, page_size, state;
+	char release[128], arch[32], clocks[512], agent_version[64];
+};
+struct agentctl;
+int agentctl_new(struct daemon *d, struct port *port, struct event_base *base, struct agentctl **ret);
+void agentctl_free(struct agentctl *a);
+int agentctl_send_hello(struct agentctl *a);
+int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb);
+int agentctl_send_meta_req(struct agentctl *a);
+int agentctl_send_start(struct agentctl *a, uint64_t session_id);
+int agentctl_send_stop(struct agentctl *a);
+int agentctl_send_probe(struct agentctl *a, uint64_t id, uint64_t host_ns);
+int agentctl_parse_hello(const struct vt_msg *m, struct agent_hello *ret);
+/* Stores a META_FILE frame under guest_dir (a dirfd); validates the name; a printable copy
+ * of the name goes to ret_name (for messages) in any case. */
+int agentctl_store_meta(struct agentctl *a, const struct vt_msg *m, int guest_dirfd, char *ret_name,
+			size_t size);
+int agentctl_parse_stopped(const struct vt_msg *m, uint64_t session_id, struct vt_cpu_stats *stats,
+			   unsigned ncpus, unsigned *ret_n);
+uint64_t agentctl_last_rx(const struct agentctl *a);
+/* Validates a metadata file name (docs/protocol.md); 0 or -EINVAL. */
+int agentctl_meta_name_ok(const char *name);
+/* Called by agentctl.c into the daemon for every well-formed frame, and on EOF/errors. */
+void daemon_agent_msg(struct daemon *d, const struct vt_msg *m);
+void daemon_agent_gone(struct daemon *d, int err);
+
+/* hostperf.c: host `perf record` over the session window. */
+struct hostperf;
+int hostperf_start(const struct start_opts *o, const char *session_dir, const char *clock_method,
+		   struct hostperf **ret);
+bool hostperf_ready(struct hostperf *h, int *ret_err);
+int hostperf_stop(struct hostperf *h); /* SIGINT */
+bool hostperf_reap(struct hostperf *h); /* true once exited */
+void hostperf_kill(struct hostperf *h);
+void hostperf_free(struct hostperf *h);
+const char *hostperf_state(const struct hostperf *h, char *buf, size_t size);
+int hostperf_exit_status(const struct hostperf *h);
+/* Default host events: sched_switch, plus kvm entry/exit when the host has them. */
+void hostperf_default_events(char *buf, size_t size);
+
+/* ctlsock.c: the daemon's control socket RUN/VM.sock (line protocol). */
+struct ctlsock;
+int ctlsock_path(const char *run_dir, const char *name, char *buf, size_t size);
+int ctlsock_listen(struct daemon *d, struct event_base *base, const char *path, struct ctlsock **ret);
+void ctlsock_free(struct ctlsock *c);
+/* Client side: sends one request line, copies the reply (to "end\n") to out. */
+int ctlsock_request(const char *path, const char *request, FILE *out, char *last, size_t lastsize);
+/* Resolves --name (or the only session in run_dir) to a socket path. */
+int ctlsock_find(const char *run_dir, const char *name, char *buf, size_t size);
+/* Called by ctlsock.c into the daemon: fill a reply, or begin a stop. */
+void daemon_status(struct daemon *d, char *buf, size_t size);
+struct bufferevent;
+void daemon_stop_request(struct daemon *d, struct bufferevent *client);
+/* Writes the stop reply to the waiting client, which is then freed. */
+void ctlsock_finish_stop(struct bufferevent *client, const char *text);
+void daemon_stop_replied(struct daemon *d);
+int spool_rearm(struct spool *s, struct event_base *base);
+
+/* daemon.c */
+/* Runs the daemon; notify_fd (or -1 in the foreground) receives "dir PATH", then "ok" or "fail". */
+int daemon_run(const struct start_opts *o, int lock_fd, int notify_fd);

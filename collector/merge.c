@@ -125,6 +125,10 @@ static int merge_loop(struct merge_ctx *m)
 			r = emit_host(m, q, false);
 			free(q);
 		} else if (c) {
+			/* perf must see the guest ID_INDEX (and so perf_guest) before any guest
+			 * record: samples delivered before it are dropped as host-side noise. */
+			if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
+				return r;
 			r = merge_out_guest(m, c);
 		} else {
 			return 0;

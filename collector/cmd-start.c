@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* trace-collector start: parse options, take the VM's lock, daemonize with a pipe back
+ * that carries the result, so that start itself reports any failure before tracing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "collector.h"
+#include "log.h"
+#include "util.h"
+
+#define START_USAGE                                                                                   \
+	"--name VM [--dir D] [--run-dir R] [-e EVENTS] [--buffer-kb N] [--clock auto|kvm|ptp]\n"      \
+	"       [--host-events LIST | --host-perf-args ARGS | --no-host | --host-data FILE]\n"        \
+	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--heartbeat SEC] [--foreground]\n" \
+	"Starts a daemon that drives trace-agent in the guest over the ports in D (default\n"          \
+	COLLECTOR_VM_ROOT "/VM, made by 'trace-collector setup'), spools every CPU's pages into\n"    \
+	"D/sessions/<UTC time>/, records the host with perf record, and prints the session dir once\n" \
+	"tracing has started. Control socket: R/VM.sock (default " COLLECTOR_RUN_DIR ").\n"            \
+	"  -e EVENTS        guest events, e.g. 'sched:*,irq' (default sched,irq,timer)\n"            \
+	"  --max-size SIZE  stop when the spools reach SIZE (e.g. 2G)\n"                              \
+	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"
+
+static int start_run(int argc, char **argv);
+const struct cmd_entry cmd_start = {
+	.name = "start", .summary = "start a tracing session (daemon)", .usage = START_USAGE, .run = start_run,
+};
+
+bool start_vm_name_ok(const char *name);
+bool start_vm_name_ok(const char *name)
+{
+	size_t l = strlen(name);
+
+	if (l == 0 || l > 48 || name[0] == '.' || name[0] == '-')
+		return false;
+	for (size_t i = 0; i < l; i++)
+		if (!util_safe_name(name + i, 1) && name[i] != '-' && name[i] != '.')
+			return false;
+	return true;
+}
+
+static int start_abs(const char *in, char *out, bool must_exist)
+{
+	char cwd[PATH_MAX];
+
+	if (must_exist)
+		return realpath(in, out) ? 0 : -errno;
+	if (in[0] == '/')
+		return (size_t)snprintf(out, PATH_MAX, "%s", in) < PATH_MAX ? 0 : -ENAMETOOLONG;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	return (size_t)snprintf(out, PATH_MAX, "%s/%s", cwd, in) < PATH_MAX ? 0 : -ENAMETOOLONG;
+}
+
+static bool start_events_ok(const char *e)
+{
+	size_t l = strlen(e);
+
+	if (l == 0 || l > 1000)
+		return false;
+	return strspn(e, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:*,") == l;
+}
+
+static int start_parse_one(struct start_opts *o, int c, const char **dir, const char **run)
+{
+	uint64_t v;
+
+	switch (c) {
+	case 'n': o->name = optarg; return 0;
+	case 'd': *dir = optarg; return 0;
+	case 'R': *run = optarg; return 0;
+	case 'e': o->events = optarg; return start_events_ok(optarg) ? 0 : -EINVAL;
+	case 'c': o->clock = optarg;
+		return !strcmp(optarg, "auto") || !strcmp(optarg, "kvm") || !strcmp(optarg, "ptp") ? 0 : -EINVAL;
+	case 'H': o->host_events = optarg; return start_events_ok(optarg) ? 0 : -EINVAL;
+	case 'P': o->host_perf_args = optarg; return strlen(optarg) < 2048 ? 0 : -EINVAL;
+	case 'N': o->no_host = true; return 0;
+	case 'D': return start_abs(optarg, o->host_data, true);
+	case 'o': return start_abs(optarg, o->out, false);
+	case 'f': o->foreground = true; return 0;
+	case 'm': return util_parse_size(optarg, &o->max_size);
+	case 'b': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->buffer_kb = (uint32_t)v; return 0;
+	case 'q': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->qemu_pid = (pid_t)v; return 0;
+	case 't': if (util_parse_u64(optarg, 3600, &v) < 0 || !v) return -EINVAL; o->timeout_s = (unsigned)v; return 0;
+	case 'B': if (util_parse_u64(optarg, 3600, &v) < 0 || !v) return -EINVAL; o->heartbeat_s = (unsigned)v; return 0;
+	}
+	return -EINVAL;
+}
+
+static int start_parse(int argc, char **argv, struct start_opts *o)
+{
+	static const struct option lopts[] = {
+		{ "name", 1, 0, 'n' }, { "dir", 1, 0, 'd' }, { "run-dir", 1, 0, 'R' }, { "events", 1, 0, 'e' },
+		{ "buffer-kb", 1, 0, 'b' }, { "clock", 1, 0, 'c' }, { "host-events", 1, 0, 'H' },
+		{ "host-perf-args", 1, 0, 'P' }, { "no-host", 0, 0, 'N' }, { "host-data", 1, 0, 'D' },
+		{ "qemu-pid", 1, 0, 'q' }, { "output", 1, 0, 'o' }, { "max-size", 1, 0, 'm' },
+		{ "foreground", 0, 0, 'f' }, { "timeout", 1, 0, 't' }, { "heartbeat", 1, 0, 'B' },
+		{ "help", 0, 0, 'h' }, {},
+	};
+	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
+	char buf[PATH_MAX];
+	int c, r;
+
+	*o = (struct start_opts){ .events = "sched,irq,timer", .clock = "auto", .timeout_s = 10, .heartbeat_s = 3 };
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "e:o:h", lopts, NULL)) != -1) {
+		if (c == 'h') {
+			cmd_usage(&cmd_start, 0);
+			return 1;
+		}
+		if (c == '?' || (r = start_parse_one(o, c, &dir, &run)) < 0) {
+			if (c != '?')
+				log_error("invalid value '%s' for option '%s' (see trace-collector start --help)",
+					  optarg, argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc || !o->name || !start_vm_name_ok(o->name)) {
+		log_error(o->name ? "invalid VM name '%s' (letters, digits, '_', '-', '.')" :
+				    "missing --name VM (see trace-collector start --help)", o->name);
+		return -EINVAL;
+	}
+	if ((o->no_host + !!o->host_events + !!o->host_perf_args + !!o->host_data[0]) > 1) {
+		log_error("--host-events, --host-perf-args, --no-host and --host-data exclude each other");
+		return -EINVAL;
+	}
+	if (!dir) {
+		snprintf(buf, sizeof(buf), "%s/%s", COLLECTOR_VM_ROOT, o->name);
+		dir = buf;
+	}
+	if (start_abs(dir, o->vm_dir, true) < 0) {
+		log_error("no VM dir %s — run 'trace-collector setup --name %s --cpus N' first", dir, o->name);
+		return -ENOENT;
+	}
+	return start_abs(run, o->run_dir, false);
+}
+
+/* Takes RUN/VM.pid's lock; a held lock means a session is running: say which. */
+static int start_lock(const struct start_opts *o)
+{
+	char path[PATH_MAX + 16], text[PATH_MAX + 32] = "";
+	_cleanup_close_ int fd = -1;
+	int r = util_mkdir_p(o->run_dir, 0700);
+
+	if (r < 0) {
+		log_error("cannot create the run dir %s: %s", o->run_dir, strerror(-r));
+		return r;
+	}
+	snprintf(path, sizeof(path), "%s/%s.pid", o->run_dir, o->name);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		log_error("cannot open %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+		char *nl;
+
+		text[n > 0 ? n : 0] = '\0';
+		nl = strchr(text, '\n');
+		if (nl)
+			*nl = ' ';
+		log_error("a session for %s is already running (daemon pid and session: %s) — stop it with 'trace-collector stop --name %s'",
+			  o->name, text[0] ? text : "unknown", o->name);
+		return -EBUSY;
+	}
+	return TAKE_FD(fd);
+}
+
+/* Parent side: relays the daemon's result; on failure prints the errors of its log. */
+static int start_wait(int rfd, pid_t child)
+{
+	char buf[PATH_MAX + 64], dir[PATH_MAX + 64] = "";
+	FILE *f = fdopen(rfd, "r");
+	bool ok = false;
+
+	while (f && fgets(buf, sizeof(buf), f)) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (!strncmp(buf, "dir ", 4))
+			snprintf(dir, sizeof(dir), "%s", buf + 4);
+		else if (!strcmp(buf, "ok"))
+			ok = true;
+		if (!strcmp(buf, "ok") || !strcmp(buf, "fail"))
+			break;
+	}
+	if (f)
+		fclose(f);
+	if (ok) {
+		printf("%s\n", dir);
+		return 0;
+	}
+	waitpid(child, NULL, 0);
+	if (dir[0]) {
+		char log[PATH_MAX + 96];
+		FILE *l;
+
+		snprintf(log, sizeof(log), "%s/collector.log", dir);
+		l = fopen(log, "r");
+		while (l && fgets(buf, sizeof(buf), l))
+			if (strstr(buf, "error: "))
+				fputs(buf, stderr);
+		if (l)
+			fclose(l);
+		log_error("start failed; session dir kept at %s (log: %s)", dir, log);
+	} else {
+		log_error("start failed (see the messages above)");
+	}
+	return 1;
+}
+
+static void start_child(const struct start_opts *o, int lock_fd, int wfd)
+{
+	int null = open("/dev/null", O_RDWR);
+
+	setsid();
+	if (null >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		close(null);
+	}
+	_exit(daemon_run(o, lock_fd, wfd));
+}
+
+static int start_run(int argc, char **argv)
+{
+	struct start_opts o;
+	int r = start_parse(argc, argv, &o), lock_fd, p[2];
+	pid_t pid;
+
+	if (r)
+		return r > 0 ? 0 : 2;
+	lock_fd = start_lock(&o);
+	if (lock_fd < 0)
+		return 1;
+	if (o.foreground)
+		return daemon_run(&o, lock_fd, -1);
+	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
+		log_error("cannot start the daemon: %s", strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		start_child(&o, lock_fd, p[1]);
+	}
+	close(p[1]);
+	close(lock_fd);
+	return start_wait(p[0], pid);
+}

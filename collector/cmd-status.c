@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* trace-collector status: asks the running daemon over its control socket. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "collector.h"
+#include "log.h"
+#include "util.h"
+
+static int status_run(int argc, char **argv);
+const struct cmd_entry cmd_status = {
+	.name = "status", .summary = "show a running session's per-CPU rates and losses",
+	.usage = "[--name VM] [--run-dir R]\n"
+		 "Per-CPU pages, bytes, MB/s over the last seconds, ring losses seen so far, transport\n"
+		 "losses (known once the CPU's end marker arrived), elapsed time, spool size, host perf.\n",
+	.run = status_run,
+};
+
+/* Shared by status and stop: --name/--run-dir to a socket path, with a clear error. */
+int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
+int status_socket(const char *run_dir, const char *name, char *buf, size_t size)
+{
+	int r = ctlsock_find(run_dir, name, buf, size);
+
+	if (r == -EUCLEAN)
+		log_error("several sessions are running in %s: say which with --name VM", run_dir);
+	else if (r < 0 && name)
+		log_error("no session running for %s (no daemon socket %s/%s.sock) — start one with 'trace-collector start --name %s'",
+			  name, run_dir, name, name);
+	else if (r < 0)
+		log_error("no session running (no daemon socket in %s)", run_dir);
+	return r;
+}
+
+int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
+		 const char **run_dir, const char **out, bool *compress);
+int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
+		 const char **run_dir, const char **out, bool *compress)
+{
+	static const struct option lopts[] = {
+		{ "name", 1, 0, 'n' }, { "run-dir", 1, 0, 'R' }, { "output", 1, 0, 'o' },
+		{ "compress", 0, 0, 'z' }, { "help", 0, 0, 'h' }, {},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, out ? "o:zh" : "h", lopts, NULL)) != -1) {
+		if (c == 'n')
+			*name = optarg;
+		else if (c == 'R')
+			*run_dir = optarg;
+		else if (c == 'o' && out)
+			*out = optarg;
+		else if (c == 'z' && compress)
+			*compress = true;
+		else if (c == 'h') {
+			cmd_usage(cmd, 0);
+			return 1;
+		} else {
+			log_error("invalid option (see trace-collector %s --help)", cmd->name);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		log_error("unexpected argument '%s' (see trace-collector %s --help)", argv[optind], cmd->name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int status_run(int argc, char **argv)
+{
+	const char *name = NULL, *run_dir = COLLECTOR_RUN_DIR;
+	char sock[PATH_MAX];
+	int r = status_parse(argc, argv, &cmd_status, &name, &run_dir, NULL, NULL);
+
+	if (r)
+		return r > 0 ? 0 : 2;
+	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0)
+		return 1;
+	r = ctlsock_request(sock, "status", stdout, NULL, 0);
+	if (r < 0) {
+		log_error("no answer from the daemon at %s: %s (did it crash? its session dir stays mergeable with 'trace-collector merge')",
+			  sock, strerror(-r));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* trace-collector stop: the daemon stops the agent and host perf and finalizes the
+ * session; this process then runs the merge (the same code as 'merge', the recovery path). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "collector.h"
+#include "log.h"
+#include "util.h"
+
+int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
+int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
+		 const char **run_dir, const char **out, bool *compress);
+
+static int stop_run(int argc, char **argv);
+const struct cmd_entry cmd_stop = {
+	.name = "stop", .summary = "stop the session and write the merged perf.data",
+	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z]\n"
+		 "Stops the guest agent (waiting up to 10 s for every CPU's end marker) and host perf\n"
+		 "record, finalizes the session dir, merges it into OUT (default: start's -o, else\n"
+		 "./VM.data; -z compresses with zstd) and prints a summary of what was lost and why.\n",
+	.run = stop_run,
+};
+
+/* Output path: -o, else start's -o (session.ini 'output'), else ./VM.data. */
+static void stop_output(const char *dir, const char *opt, char *buf, size_t size)
+{
+	char vm[64] = "vm";
+
+	if (opt) {
+		snprintf(buf, size, "%s", opt);
+		return;
+	}
+	if (session_ini_get(dir, "output", buf, size) == 0 && buf[0])
+		return;
+	session_ini_get(dir, "vm", vm, sizeof(vm));
+	snprintf(buf, size, "%s.data", vm);
+}
+
+/* No daemon to ask (never started, or killed): point at the last session, still mergeable. */
+static void stop_last_session(const char *run_dir, const char *name)
+{
+	char path[PATH_MAX + 16], text[PATH_MAX + 32] = "", *dir;
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	if (!name)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.pid", run_dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read(fd, text, sizeof(text) - 1)) <= 0)
+		return;
+	text[n] = '\0';
+	dir = strchr(text, '\n');
+	if (!dir || !dir[1])
+		return;
+	dir[1 + strcspn(dir + 1, "\n")] = '\0';
+	log_error("the last session of %s is %s; merge it with 'trace-collector merge %s -o %s.data'",
+		  name, dir + 1, dir + 1, name);
+}
+
+static int stop_merge(const char *dir, const char *out, bool compress)
+{
+	struct stat st;
+	int r = merge_session(dir, out, compress, stdout);
+
+	if (r < 0) {
+		log_error("merge failed: %s; session kept at %s; retry with 'trace-collector merge %s -o %s'",
+			  strerror(-r), dir, dir, out);
+		return 1;
+	}
+	session_ini_set(dir, "state", "merged");
+	printf("output: %s (%.1f MB)\n", out, stat(out, &st) == 0 ? (double)st.st_size / 1e6 : 0.0);
+	return 0;
+}
+
+static int stop_run(int argc, char **argv)
+{
+	const char *name = NULL, *run_dir = COLLECTOR_RUN_DIR, *out = NULL;
+	_cleanup_free_ char *reply = NULL;
+	char sock[PATH_MAX], dir[PATH_MAX] = "", path[PATH_MAX], *p;
+	bool compress = false;
+	size_t len = 0;
+	FILE *f;
+	int r = status_parse(argc, argv, &cmd_stop, &name, &run_dir, &out, &compress);
+
+	if (r)
+		return r > 0 ? 0 : 2;
+	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0) {
+		stop_last_session(run_dir, name);
+		return 1;
+	}
+	f = open_memstream(&reply, &len);
+	if (!f)
+		return 1;
+	r = ctlsock_request(sock, "stop", f, NULL, 0);
+	fclose(f);
+	fputs(reply ? reply : "", stdout);
+	fflush(stdout);
+	if (r < 0) {
+		log_error("the daemon at %s did not answer the stop: %s", sock, strerror(-r));
+		stop_last_session(run_dir, name);
+		return 1;
+	}
+	p = reply ? strstr(reply, "session: ") : NULL;
+	if (p)
+		snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(p + 9, "\n"), p + 9);
+	if (!dir[0]) {
+		log_error("the daemon's stop reply names no session dir");
+		return 1;
+	}
+	stop_output(dir, out, path, sizeof(path));
+	return stop_merge(dir, path, compress);
+}

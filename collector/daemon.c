@@ -1,0 +1,1016 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The trace-collector daemon: one libevent loop (explicit base) that drives the agent
+ * through hello -> config -> metadata -> probes -> host perf -> start, keeps every port
+ * read, and on stop (request, signal, limit, disk full, QEMU gone, agent silent) finalizes
+ * the session dir. See collector/README.md. */
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "collector.h"
+#include "log.h"
+#include "util.h"
+
+#define TICK_MS 100
+#define PROBES_PER_BURST 8
+#define STOP_WAIT_NS ((uint64_t)d->o->timeout_s * SEC) /* bounded wait for end markers */
+#define PERF_WAIT_NS (30ull * 1000000000ull)
+#define SEC 1000000000ull
+
+enum phase {
+	PH_HELLO, PH_RESET, PH_CONFIG, PH_META, PH_PROBES0, PH_PERF, PH_START, PH_TRACING,
+	PH_PROBES1, PH_STOP, PH_PERF_STOP, PH_STOPPED,
+};
+
+static const char *const phase_names[] = {
+	[PH_HELLO] = "waiting for the agent's hello", [PH_RESET] = "stopping the agent's old session",
+	[PH_CONFIG] = "configuring the agent", [PH_META] = "receiving guest metadata",
+	[PH_PROBES0] = "clock probes", [PH_PERF] = "starting host perf record",
+	[PH_START] = "starting the agent", [PH_TRACING] = "tracing",
+	[PH_PROBES1] = "clock probes at stop", [PH_STOP] = "waiting for the agent to stop",
+	[PH_PERF_STOP] = "waiting for host perf record", [PH_STOPPED] = "stopped",
+};
+
+struct daemon {
+	const struct start_opts *o;
+	struct event_base *base;
+	struct event *tick, *sigs[3];
+	enum port_kind kind;
+	struct port ctl, data[COLLECTOR_MAX_CPUS];
+	struct agentctl *agent;
+	struct spool *spools[COLLECTOR_MAX_CPUS];
+	struct hostperf *perf;
+	struct ctlsock *sock;
+	struct session_info s;
+	struct agent_hello hello;
+	int notify_fd, lock_fd, guest_dirfd, samples_fd;
+	enum phase ph;
+	uint64_t deadline_ns, next_hello_ns, next_probe_ns, next_rate_ns;
+	unsigned probes_left, nsamples;
+	uint64_t probe_id;
+	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun;
+	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
+	bool data_gone[COLLECTOR_MAX_CPUS];
+	struct vt_cpu_stats agent_stats[COLLECTOR_MAX_CPUS];
+	unsigned n_agent_stats;
+	uint64_t meta_refused, unexpected;
+	struct bufferevent *stop_client;
+	int exit_code;
+};
+
+/* One line to `start` waiting in the foreground: "dir PATH", then "ok" or "fail". */
+static void daemon_notify(struct daemon *d, const char *line)
+{
+	if (d->notify_fd >= 0)
+		util_write_full(d->notify_fd, line, strlen(line));
+}
+
+static void daemon_set_phase(struct daemon *d, enum phase ph, uint64_t timeout_ns)
+{
+	d->ph = ph;
+	d->deadline_ns = timeout_ns ? util_now_ns(CLOCK_MONOTONIC) + timeout_ns : 0;
+	log_debug("phase: %s", phase_names[ph]);
+}
+
+static uint64_t daemon_timeout(const struct daemon *d)
+{
+	return (uint64_t)d->o->timeout_s * SEC;
+}
+
+static void daemon_finalize(struct daemon *d);
+
+/* A failure before tracing started: say why, undo, and let start report it. */
+static void daemon_fail(struct daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void daemon_fail(struct daemon *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_vmsg(LOG_ERR, fmt, ap);
+	va_end(ap);
+	if (d->agent && !d->agent_gone && d->agent_started)
+		agentctl_send_stop(d->agent);
+	if (d->perf) {
+		hostperf_stop(d->perf);
+		hostperf_kill(d->perf);
+	}
+	session_release_reserve(&d->s);
+	snprintf(d->s.stop_reason, sizeof(d->s.stop_reason), "start failed");
+	session_set_state(&d->s, "failed");
+	daemon_notify(d, "fail\n");
+	d->exit_code = 1;
+	event_base_loopbreak(d->base);
+}
+
+static void daemon_stop_begin(struct daemon *d, const char *reason);
+
+/* True on the 1st, 2nd, 4th, 8th... call: hostile floods cannot fill the log. */
+static bool log_due(uint64_t *counter)
+{
+	uint64_t n = ++*counter;
+
+	return (n & (n - 1)) == 0;
+}
+
+/* ---- clock probes ---- */
+
+static void daemon_probe_send(struct daemon *d)
+{
+	uint64_t now = util_now_ns(CLOCK_MONOTONIC);
+
+	d->probe_id++;
+	d->probe_pending = agentctl_send_probe(d->agent, d->probe_id, now) == 0;
+}
+
+static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
+{
+	uint64_t id, host, guest, now = util_now_ns(CLOCK_MONOTONIC);
+	char line[128];
+	int n;
+
+	if (vt_msg_u64(m, VT_A_PROBE_ID, &id) < 0 || vt_msg_u64(m, VT_A_HOST_TIME, &host) < 0 ||
+	    vt_msg_u64(m, VT_A_GUEST_TIME, &guest) < 0 || id != d->probe_id || host > now) {
+		d->unexpected++;
+		return;
+	}
+	d->probe_pending = false;
+	n = snprintf(line, sizeof(line), "%llu %llu %llu %llu\n", (unsigned long long)id,
+		     (unsigned long long)host, (unsigned long long)guest, (unsigned long long)now);
+	if (d->samples_fd >= 0 && util_write_full(d->samples_fd, line, (size_t)n) == 0)
+		d->nsamples++;
+}
+
+/* ---- start sequence ---- */
+
+static int daemon_open_data(struct daemon *d)
+{
+	char path[PATH_MAX + 8], name[32];
+	int r;
+
+	for (unsigned i = 0; i < d->hello.ncpus; i++) {
+		snprintf(name, sizeof(name), "trace-path-cpu%u", i);
+		port_init(&d->data[i], d->o->vm_dir, name, d->kind);
+		r = port_open(&d->data[i], false);
+		if (r < 0) {
+			log_error("cannot open %s: %s — the guest has %u CPUs; run 'trace-collector setup --name %s --cpus %u'",
+				  port_path(&d->data[i], true, path, sizeof(path)), strerror(-r), d->hello.ncpus,
+				  d->o->name, d->hello.ncpus);
+			return r;
+		}
+		if (d->kind == PORT_FIFO)
+			port_drain(&d->data[i]);
+		r = spool_new(d, i, &d->data[i], d->s.dir, d->s.session_id, d->hello.page_size, &d->spools[i]);
+		if (r == 0)
+			r = spool_arm(d->spools[i], d->base);
+		if (r < 0) {
+			log_error("cpu%u: cannot create %s/cpu%u.spool: %s", i, d->s.dir, i, strerror(-r));
+			return r;
+		}
+	}
+	return 0;
+}
+
+static bool clocks_has(const char *clocks, const char *want)
+{
+	size_t l = strlen(want);
+
+	for (const char *p = clocks; (p = strstr(p, want)); p += l) {
+		bool left = p == clocks || p[-1] == ' ' || p[-1] == '[';
+		bool right = p[l] == '\0' || p[l] == ' ' || p[l] == ']';
+
+		if (left && right)
+			return true;
+	}
+	return false;
+}
+
+/* kvm debugfs holds this QEMU's vCPU TSC offsets: /sys/kernel/debug/kvm/<pid>-<fd>/vcpu0/tsc-offset. */
+static bool kvm_debugfs_has(pid_t pid)
+{
+	char pattern[96];
+	glob_t g;
+	bool found;
+
+	if (pid <= 0)
+		return false;
+	snprintf(pattern, sizeof(pattern), "/sys/kernel/debug/kvm/%d-*/vcpu0/tsc-offset", (int)pid);
+	found = glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0;
+	globfree(&g);
+	return found;
+}
+
+/* --clock auto: kvm only when kvm debugfs has this VM and the guest offers x86-tsc. */
+static void daemon_choose_clock(struct daemon *d)
+{
+	const char *want = d->o->clock;
+
+	if (!strcmp(want, "auto"))
+		want = kvm_debugfs_has(d->s.qemu_pid) && clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
+	snprintf(d->s.clock_method, sizeof(d->s.clock_method), "%s", want);
+	snprintf(d->s.guest_clock, sizeof(d->s.guest_clock), "%s", !strcmp(want, "kvm") ? "x86-tsc" : "mono");
+}
+
+static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
+{
+	int r = agentctl_parse_hello(m, &d->hello);
+
+	if (r < 0) {
+		daemon_fail(d, "agent-ctl-path: the agent's hello is invalid (%s: ncpus 1..%u and a power-of-two page size 4 KiB..1 MiB required)",
+			    strerror(-r), COLLECTOR_MAX_CPUS);
+		return;
+	}
+	d->s.ncpus = d->hello.ncpus;
+	d->s.page_size = d->hello.page_size;
+	snprintf(d->s.guest_release, sizeof(d->s.guest_release), "%s", d->hello.release);
+	snprintf(d->s.guest_arch, sizeof(d->s.guest_arch), "%s", d->hello.arch);
+	if (!d->s.qemu_pid)
+		d->s.qemu_pid = port_peer_pid(&d->ctl);
+	daemon_choose_clock(d);
+	log_info("agent %s: guest %s %s, %u CPUs, page size %u, clock method %s",
+		 d->hello.agent_version, d->hello.release, d->hello.arch, d->hello.ncpus,
+		 d->hello.page_size, d->s.clock_method);
+	session_write(&d->s);
+	if (daemon_open_data(d) < 0) {
+		daemon_fail(d, "start failed: data ports missing or unusable (see above)");
+		return;
+	}
+	if (d->hello.state == VT_STATE_TRACING) {
+		log_warn("the agent is still tracing an earlier session: stopping it first");
+		agentctl_send_stop(d->agent);
+		daemon_set_phase(d, PH_RESET, daemon_timeout(d));
+		return;
+	}
+	agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb);
+	daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
+}
+
+static void daemon_start_perf(struct daemon *d);
+
+static void daemon_begin_tracing_steps(struct daemon *d)
+{
+	if (!strcmp(d->s.clock_method, "ptp")) {
+		d->probes_left = PROBES_PER_BURST;
+		daemon_set_phase(d, PH_PROBES0, daemon_timeout(d));
+		daemon_probe_send(d);
+		return;
+	}
+	daemon_start_perf(d);
+}
+
+static void daemon_start_perf(struct daemon *d)
+{
+	int r;
+
+	if (d->o->no_host || d->o->host_data[0]) {
+		agentctl_send_start(d->agent, d->s.session_id);
+		d->agent_started = true;
+		daemon_set_phase(d, PH_START, daemon_timeout(d));
+		return;
+	}
+	r = hostperf_start(d->o, d->s.dir, d->s.clock_method, &d->perf);
+	if (r < 0) {
+		daemon_fail(d, "cannot start host perf record: %s (use --no-host to trace the guest only)", strerror(-r));
+		return;
+	}
+	snprintf(d->s.host_data, sizeof(d->s.host_data), "host.data");
+	daemon_set_phase(d, PH_PERF, 30 * SEC);
+}
+
+static void daemon_error_text(const struct vt_msg *m, char *buf, size_t size)
+{
+	_cleanup_free_ char *msg = NULL;
+	uint32_t e = 0;
+
+	vt_msg_u32(m, VT_A_ERRNO, &e);
+	vt_msg_str(m, VT_A_MESSAGE, VT_PROTO_MAX_STR, &msg);
+	snprintf(buf, size, "%s (errno %u)", msg ? msg : "no message", e);
+	for (char *p = buf; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+}
+
+static void daemon_on_started(struct daemon *d)
+{
+	d->s.started_realtime_ns = util_now_ns(CLOCK_REALTIME);
+	d->s.started_mono_ns = util_now_ns(CLOCK_MONOTONIC);
+	session_set_state(&d->s, "tracing");
+	daemon_set_phase(d, PH_TRACING, 0);
+	d->started_ok = true;
+	d->next_probe_ns = util_now_ns(CLOCK_MONOTONIC) + (uint64_t)d->o->heartbeat_s * SEC;
+	log_info("tracing: session %llu in %s", (unsigned long long)d->s.session_id, d->s.dir);
+	daemon_notify(d, "ok\n");
+	if (d->o->foreground)
+		printf("%s\n", d->s.dir), fflush(stdout);
+}
+
+static void daemon_on_stopped(struct daemon *d, const struct vt_msg *m)
+{
+	int r = agentctl_parse_stopped(m, d->s.session_id, d->agent_stats, d->s.ncpus, &d->n_agent_stats);
+
+	if (r < 0)
+		log_warn("agent-ctl-path: 'stopped' frame refused: %s", strerror(-r));
+	d->stopped_msg = true;
+}
+
+/* Frames that matter in the current phase; everything else is counted and ignored. */
+static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
+{
+	uint16_t t = m->hdr.type;
+	char err[512];
+
+	if (t == VT_MSG_ERROR)
+		daemon_error_text(m, err, sizeof(err));
+	if (t == VT_MSG_HELLO && d->ph != PH_HELLO)
+		return; /* answers to repeated hellos */
+	switch (d->ph) {
+	case PH_HELLO:
+		if (t == VT_MSG_HELLO)
+			return daemon_on_hello(d, m);
+		break;
+	case PH_RESET:
+		if (t == VT_MSG_STOPPED || t == VT_MSG_ERROR) {
+			agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb);
+			return daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
+		}
+		break;
+	case PH_CONFIG:
+		if (t == VT_MSG_OK) {
+			agentctl_send_meta_req(d->agent);
+			return daemon_set_phase(d, PH_META, daemon_timeout(d) * 3);
+		}
+		if (t == VT_MSG_ERROR)
+			return daemon_fail(d, "the agent refused the configuration (events '%s', clock %s): %s",
+					   d->s.events, d->s.guest_clock, err);
+		break;
+	case PH_META:
+		if (t == VT_MSG_META_FILE) {
+			char name[80];
+			int r = agentctl_store_meta(d->agent, m, d->guest_dirfd, name, sizeof(name));
+
+			d->deadline_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d) * 3;
+			if (r < 0 && log_due(&d->meta_refused))
+				log_warn("agent-ctl-path: metadata file '%s' refused: %s (only the names in docs/protocol.md are stored; %llu refused so far)",
+					 name, r == -EINVAL ? "name not allowed" : strerror(-r),
+					 (unsigned long long)d->meta_refused);
+			return;
+		}
+		if (t == VT_MSG_META_END)
+			return daemon_begin_tracing_steps(d);
+		if (t == VT_MSG_ERROR)
+			return daemon_fail(d, "the agent could not send its metadata: %s", err);
+		break;
+	case PH_PROBES0:
+	case PH_PROBES1:
+	case PH_TRACING:
+		if (t == VT_MSG_PROBE_REPLY)
+			return daemon_probe_reply(d, m);
+		if (t == VT_MSG_ERROR && d->probe_pending) {
+			d->probe_pending = false;
+			log_warn("the agent cannot answer clock probes: %s; the clock stays unaligned", err);
+			snprintf(d->s.clock_method, sizeof(d->s.clock_method), "none");
+			d->probes_left = 0;
+			return;
+		}
+		break;
+	case PH_START:
+		if (t == VT_MSG_OK)
+			return daemon_on_started(d);
+		if (t == VT_MSG_ERROR)
+			return daemon_fail(d, "the agent refused to start: %s", err);
+		break;
+	case PH_STOP:
+		if (t == VT_MSG_STOPPED)
+			return daemon_on_stopped(d, m);
+		if (t == VT_MSG_ERROR) {
+			log_warn("the agent answered stop with an error: %s", err);
+			d->stopped_msg = true;
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	if (log_due(&d->unexpected))
+		log_warn("agent-ctl-path: unexpected '%s' frame (seq %u) while %s, ignored (%llu so far)",
+			 vt_msg_type_name(t), m->hdr.seq, phase_names[d->ph], (unsigned long long)d->unexpected);
+}
+
+void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
+{
+	daemon_agent_msg_phase(d, m);
+	/* Probe bursts advance here so that a reply to the last one moves on at once. */
+	if ((d->ph == PH_PROBES0 || d->ph == PH_PROBES1) && !d->probe_pending) {
+		if (d->probes_left > 0)
+			d->probes_left--;
+		if (d->probes_left > 0)
+			daemon_probe_send(d);
+		else if (d->ph == PH_PROBES0)
+			daemon_start_perf(d);
+		else {
+			agentctl_send_stop(d->agent);
+			daemon_set_phase(d, PH_STOP, STOP_WAIT_NS);
+		}
+	}
+}
+
+void daemon_agent_gone(struct daemon *d, int err)
+{
+	if (d->agent_gone)
+		return;
+	d->agent_gone = true;
+	log_warn("agent-ctl-path closed: %s (QEMU gone?)", strerror(-err));
+}
+
+/* ---- spools ---- */
+
+static uint64_t daemon_spool_total(const struct daemon *d)
+{
+	struct spool_stats st;
+	uint64_t total = 0;
+
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		if (!d->spools[i])
+			continue;
+		spool_stats(d->spools[i], &st);
+		total += st.spooled;
+	}
+	return total;
+}
+
+static void daemon_discard_all(struct daemon *d)
+{
+	for (unsigned i = 0; i < d->s.ncpus; i++)
+		if (d->spools[i])
+			spool_discard(d->spools[i]);
+}
+
+void daemon_spool_error(struct daemon *d, unsigned cpu, int err)
+{
+	char reason[128];
+
+	if (err == -EPIPE || err == -ECONNRESET) {
+		d->data_gone[cpu] = true;
+		log_warn("cpu%u: trace-path-cpu%u closed (QEMU gone?)", cpu, cpu);
+		return;
+	}
+	log_error("cpu%u: cannot write %s/cpu%u.spool: %s — stopping; what was spooled is kept",
+		  cpu, d->s.dir, cpu, strerror(-err));
+	session_release_reserve(&d->s); /* room for session.ini and the stop's files */
+	snprintf(reason, sizeof(reason), "%s writing cpu%u.spool", err == -ENOSPC ? "disk full" : strerror(-err), cpu);
+	daemon_discard_all(d);
+	daemon_stop_begin(d, reason);
+}
+
+void daemon_spool_progress(struct daemon *d, unsigned cpu)
+{
+	char reason[128];
+
+	if (!d->o->max_size || d->stop_begun || daemon_spool_total(d) < d->o->max_size)
+		return;
+	snprintf(reason, sizeof(reason), "--max-size %llu bytes reached", (unsigned long long)d->o->max_size);
+	log_warn("%s: stopping", reason);
+	daemon_discard_all(d);
+	daemon_stop_begin(d, reason);
+}
+
+static bool daemon_all_ended(const struct daemon *d)
+{
+	struct spool_stats st;
+
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		spool_stats(d->spools[i], &st);
+		if (!st.ended && !d->data_gone[i])
+			return false;
+	}
+	return true;
+}
+
+/* ---- stop and finalize ---- */
+
+static void daemon_stop_begin(struct daemon *d, const char *reason)
+{
+	if (d->stop_begun)
+		return;
+	if (!d->started_ok) {
+		daemon_fail(d, "start failed: %s", reason);
+		return;
+	}
+	d->stop_begun = true;
+	snprintf(d->s.stop_reason, sizeof(d->s.stop_reason), "%s", reason);
+	session_set_state(&d->s, "stopping");
+	log_info("stopping: %s", reason);
+	if (d->agent_gone) {
+		daemon_set_phase(d, PH_STOP, 0);
+		return;
+	}
+	if (!strcmp(d->s.clock_method, "ptp")) {
+		d->probes_left = PROBES_PER_BURST;
+		daemon_set_phase(d, PH_PROBES1, daemon_timeout(d));
+		daemon_probe_send(d);
+		return;
+	}
+	agentctl_send_stop(d->agent);
+	daemon_set_phase(d, PH_STOP, STOP_WAIT_NS);
+}
+
+static void daemon_perf_stop(struct daemon *d)
+{
+	if (d->perf) {
+		hostperf_stop(d->perf);
+		daemon_set_phase(d, PH_PERF_STOP, PERF_WAIT_NS);
+		return;
+	}
+	daemon_finalize(d);
+}
+
+static void daemon_write_agent_stats(struct daemon *d)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[PATH_MAX + 32];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return;
+	for (unsigned i = 0; i < d->n_agent_stats; i++) {
+		const struct vt_cpu_stats *s = &d->agent_stats[i];
+
+		fprintf(f, "cpu%u.cpu=%u\ncpu%u.error=%d\ncpu%u.pages_sent=%llu\ncpu%u.bytes_sent=%llu\n"
+			   "cpu%u.entries=%llu\ncpu%u.overrun=%llu\ncpu%u.commit_overrun=%llu\ncpu%u.bytes=%llu\n"
+			   "cpu%u.dropped_events=%llu\ncpu%u.read_events=%llu\n",
+			i, s->cpu, i, s->error, i, (unsigned long long)s->pages_sent, i, (unsigned long long)s->bytes_sent,
+			i, (unsigned long long)s->entries, i, (unsigned long long)s->overrun,
+			i, (unsigned long long)s->commit_overrun, i, (unsigned long long)s->bytes,
+			i, (unsigned long long)s->dropped_events, i, (unsigned long long)s->read_events);
+	}
+	if (fclose(f) != 0 || !d->n_agent_stats)
+		return;
+	snprintf(path, sizeof(path), "%s/agent-stats.ini", d->s.dir);
+	util_write_file(path, text, len, 0600);
+}
+
+/* The guest's own numbers for a CPU: the end marker, else the STOPPED frame. */
+static const struct vt_cpu_stats *daemon_guest_stats(const struct daemon *d, unsigned cpu,
+						     const struct spool_stats *st)
+{
+	if (st->ended)
+		return &st->end;
+	for (unsigned i = 0; i < d->n_agent_stats; i++)
+		if (d->agent_stats[i].cpu == cpu)
+			return &d->agent_stats[i];
+	return NULL;
+}
+
+static void daemon_summary(struct daemon *d, FILE *f)
+{
+	uint64_t overrun = 0, dropped = 0, transport = 0, missed = 0, pages = 0, unknown = 0;
+	struct spool_stats st;
+	char buf[256];
+
+	fprintf(f, "session: %s\nstopped: %s\nelapsed: %.1f s\nclock: %s, %u probe samples in clock.samples\n",
+		d->s.dir, d->s.stop_reason,
+		(double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9, d->s.clock_method, d->nsamples);
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		const struct vt_cpu_stats *g;
+
+		spool_stats(d->spools[i], &st);
+		g = daemon_guest_stats(d, i, &st);
+		pages += st.pages;
+		missed += st.missed_events;
+		fprintf(f, "cpu%u: %llu pages (%.1f MiB) spooled", i, (unsigned long long)st.pages,
+			(double)st.pages * d->s.page_size / 1048576.0);
+		if (g) {
+			uint64_t lost = g->pages_sent > st.pages ? g->pages_sent - st.pages : 0;
+
+			fprintf(f, ", guest sent %llu, %llu lost in transport; ring overrun %llu, dropped %llu events",
+				(unsigned long long)g->pages_sent, (unsigned long long)lost,
+				(unsigned long long)g->overrun, (unsigned long long)g->dropped_events);
+			transport += lost;
+			overrun += g->overrun;
+			dropped += g->dropped_events;
+		} else {
+			unknown++;
+		}
+		if (!st.ended)
+			fprintf(f, "; no end marker%s", g ? "" : " and no stop report: shortfall unknown, spool kept up to its last whole page");
+		if (st.discarded)
+			fprintf(f, "; %llu bytes dropped by the host after the stop/limit", (unsigned long long)st.discarded);
+		fputc('\n', f);
+	}
+	fprintf(f, "losses: ring overrun %llu events, ring dropped %llu events, ring missed-events %llu (counted in page headers), transport %llu pages%s\n",
+		(unsigned long long)overrun, (unsigned long long)dropped, (unsigned long long)missed,
+		(unsigned long long)transport, unknown ? " (some CPUs unknown: the guest never reported)" : "");
+	fprintf(f, "pages: %llu in total\n", (unsigned long long)pages);
+	if (d->perf)
+		fprintf(f, "host perf: %s\n", hostperf_state(d->perf, buf, sizeof(buf)));
+	else
+		fprintf(f, "host perf: %s\n", d->o->host_data[0] ? d->o->host_data : "none (--no-host)");
+}
+
+static void daemon_finalize(struct daemon *d)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	session_release_reserve(&d->s);
+	d->s.stopped_mono_ns = util_now_ns(CLOCK_MONOTONIC);
+	daemon_set_phase(d, PH_STOPPED, 0);
+	daemon_discard_all(d); /* keep reading the ports, write nothing more */
+	daemon_write_agent_stats(d);
+	session_set_state(&d->s, "stopped");
+	f = open_memstream(&text, &len);
+	if (f) {
+		daemon_summary(d, f);
+		fclose(f);
+		log_info("session finalized\n%s", text ? text : "");
+	}
+	if (d->stop_client) {
+		ctlsock_finish_stop(d->stop_client, text ? text : "");
+		d->stop_client = NULL;
+	} else if (d->exit_on_finalize) {
+		event_base_loopbreak(d->base);
+	}
+}
+
+void daemon_stop_request(struct daemon *d, struct bufferevent *client)
+{
+	d->stop_client = client;
+	if (d->ph == PH_STOPPED) {
+		daemon_finalize(d); /* already stopped on its own: summarize again */
+		return;
+	}
+	daemon_stop_begin(d, "stop requested");
+}
+
+void daemon_stop_replied(struct daemon *d)
+{
+	if (d->ph == PH_STOPPED)
+		event_base_loopbreak(d->base);
+}
+
+void daemon_status(struct daemon *d, char *buf, size_t size)
+{
+	uint64_t now = util_now_ns(CLOCK_MONOTONIC), total = 0;
+	size_t len = 0;
+	struct spool_stats st;
+	char perf[256];
+	FILE *f = fmemopen(buf, size, "w");
+
+	if (!f) {
+		snprintf(buf, size, "error: out of memory\n");
+		return;
+	}
+	fprintf(f, "session: %s\nstate: %s%s%s\n", d->s.dir, phase_names[d->ph],
+		d->s.stop_reason[0] ? " — " : "", d->s.stop_reason);
+	fprintf(f, "elapsed: %.1f s\nclock: %s (%u probe samples)\n",
+		(double)((d->ph == PH_STOPPED ? d->s.stopped_mono_ns : now) - d->s.started_mono_ns) / 1e9,
+		d->s.clock_method, d->nsamples);
+	fprintf(f, "%-6s %10s %12s %8s %12s %13s %10s\n", "cpu", "pages", "bytes", "MB/s", "ring-missed",
+		"missed-events", "transport");
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		char lost[32] = "-";
+
+		spool_stats(d->spools[i], &st);
+		total += st.spooled;
+		if (st.ended)
+			snprintf(lost, sizeof(lost), "%llu", (unsigned long long)(st.end.pages_sent > st.pages ? st.end.pages_sent - st.pages : 0));
+		fprintf(f, "cpu%-3u %10llu %12llu %8.2f %12llu %13llu %10s\n", i, (unsigned long long)st.pages,
+			(unsigned long long)st.data_bytes, spool_rate(d->spools[i]), (unsigned long long)st.missed_pages,
+			(unsigned long long)st.missed_events, lost);
+	}
+	fprintf(f, "spool: %.1f MB\nhost perf: %s\n", (double)total / 1e6,
+		d->perf ? hostperf_state(d->perf, perf, sizeof(perf)) : d->o->host_data[0] ? d->o->host_data : "none");
+	fflush(f);
+	len = (size_t)ftell(f);
+	fclose(f);
+	buf[MIN(len, size - 1)] = '\0';
+}
+
+/* ---- periodic work: deadlines, perf readiness, heartbeat, rates ---- */
+
+static void daemon_tick_deadline(struct daemon *d, uint64_t now)
+{
+	if (!d->deadline_ns || now < d->deadline_ns)
+		return;
+	d->deadline_ns = 0;
+	switch (d->ph) {
+	case PH_HELLO: case PH_RESET: case PH_CONFIG: case PH_META: case PH_START:
+		daemon_fail(d, "no answer from the agent on agent-ctl-path within %u s while %s — is trace-agent running in the guest?",
+			    d->o->timeout_s, phase_names[d->ph]);
+		break;
+	case PH_PROBES0:
+		log_warn("clock probes unanswered; the clock stays unaligned");
+		snprintf(d->s.clock_method, sizeof(d->s.clock_method), "none");
+		daemon_start_perf(d);
+		break;
+	case PH_PERF:
+		daemon_fail(d, "host perf record did not start within 30 s (see %s/host-perf.log)", d->s.dir);
+		break;
+	case PH_PROBES1:
+		agentctl_send_stop(d->agent);
+		daemon_set_phase(d, PH_STOP, STOP_WAIT_NS);
+		break;
+	case PH_STOP:
+		log_warn("the agent did not finish within %llu s (stopped frame %s); finalizing with what arrived",
+			 (unsigned long long)(STOP_WAIT_NS / SEC), d->stopped_msg ? "received" : "missing");
+		daemon_perf_stop(d);
+		break;
+	case PH_PERF_STOP:
+		log_warn("host perf record did not exit within %llu s after SIGINT: killed; host.data may be truncated",
+			 PERF_WAIT_NS / SEC);
+		hostperf_kill(d->perf);
+		daemon_finalize(d);
+		break;
+	default:
+		break;
+	}
+}
+
+static void daemon_tick_phase(struct daemon *d, uint64_t now)
+{
+	int err;
+
+	if (d->ph == PH_HELLO && now >= d->next_hello_ns && !d->agent_gone) {
+		agentctl_send_hello(d->agent); /* the agent may come up after us */
+		d->next_hello_ns = now + SEC;
+	} else if (d->ph == PH_PERF && d->perf) {
+		if (hostperf_ready(d->perf, &err)) {
+			agentctl_send_start(d->agent, d->s.session_id);
+			d->agent_started = true;
+			daemon_set_phase(d, PH_START, daemon_timeout(d));
+		} else if (err) {
+			daemon_fail(d, "host perf record exited with status %d before recording (see %s/host-perf.log)",
+				    hostperf_exit_status(d->perf), d->s.dir);
+		}
+	} else if (d->ph == PH_TRACING) {
+		uint64_t silent = now - agentctl_last_rx(d->agent);
+
+		if (d->agent_gone)
+			daemon_stop_begin(d, "QEMU gone (agent-ctl-path closed)");
+		else if (silent > (uint64_t)MAX(3 * d->o->heartbeat_s, d->o->timeout_s) * SEC)
+			daemon_stop_begin(d, "agent silent (no answer to heartbeat probes)");
+		else if (now >= d->next_probe_ns) {
+			daemon_probe_send(d);
+			d->next_probe_ns = now + (uint64_t)d->o->heartbeat_s * SEC;
+		}
+	} else if (d->ph == PH_STOP && ((d->stopped_msg && daemon_all_ended(d)) || d->agent_gone)) {
+		daemon_perf_stop(d);
+	} else if (d->ph == PH_PERF_STOP && hostperf_reap(d->perf)) {
+		daemon_finalize(d);
+	} else if (d->ph < PH_TRACING && d->agent_gone && d->kind == PORT_FIFO) {
+		daemon_fail(d, "agent-ctl-path failed before tracing started");
+	}
+}
+
+/* Socket transport: QEMU restarted or came up late; connect again and keep reading. */
+static void daemon_reconnect(struct daemon *d)
+{
+	if (d->kind != PORT_SOCKET)
+		return;
+	if (d->agent_gone && port_open(&d->ctl, true) == 0) {
+		agentctl_free(d->agent);
+		d->agent = NULL;
+		if (agentctl_new(d, &d->ctl, d->base, &d->agent) == 0) {
+			d->agent_gone = false;
+			log_info("agent-ctl-path reconnected");
+			d->next_hello_ns = 0;
+		}
+	}
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		if (!d->data_gone[i] || port_open(&d->data[i], false) < 0)
+			continue;
+		if (spool_rearm(d->spools[i], d->base) == 0)
+			d->data_gone[i] = false;
+	}
+}
+
+static void daemon_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	uint64_t now = util_now_ns(CLOCK_MONOTONIC);
+
+	daemon_tick_phase(d, now);
+	daemon_tick_deadline(d, now);
+	if (now >= d->next_rate_ns) {
+		for (unsigned i = 0; i < d->s.ncpus; i++)
+			if (d->spools[i])
+				spool_rate_tick(d->spools[i], now);
+		d->next_rate_ns = now + SEC;
+		daemon_reconnect(d);
+	}
+}
+
+static void daemon_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	if (sig == SIGCHLD) {
+		if (d->ph == PH_PERF_STOP && hostperf_reap(d->perf))
+			daemon_finalize(d);
+		return;
+	}
+	log_info("signal %d: stopping", (int)sig);
+	if (!d->started_ok) {
+		daemon_fail(d, "start interrupted by signal %d", (int)sig);
+	} else if (d->ph == PH_STOPPED) {
+		event_base_loopbreak(d->base);
+	} else {
+		d->exit_on_finalize = true;
+		daemon_stop_begin(d, "signal");
+	}
+}
+
+/* ---- setup and teardown ---- */
+
+static int daemon_events(struct daemon *d)
+{
+	static const int signals[] = { SIGINT, SIGTERM, SIGCHLD };
+	struct timeval tv = { 0, TICK_MS * 1000 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(signals); i++) {
+		d->sigs[i] = evsignal_new(d->base, signals[i], daemon_signal, d);
+		if (!d->sigs[i] || event_add(d->sigs[i], NULL) < 0)
+			return -ENOMEM;
+	}
+	d->tick = event_new(d->base, -1, EV_PERSIST, daemon_tick, d);
+	if (!d->tick || event_add(d->tick, &tv) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int daemon_session(struct daemon *d)
+{
+	char path[PATH_MAX + 32];
+	int r = session_create(d->o->vm_dir, &d->s);
+
+	if (r < 0) {
+		log_error("cannot create a session dir under %s/sessions: %s", d->o->vm_dir, strerror(-r));
+		return r;
+	}
+	snprintf(d->s.vm, sizeof(d->s.vm), "%s", d->o->name);
+	snprintf(d->s.events, sizeof(d->s.events), "%s", d->o->events);
+	snprintf(d->s.clock_method, sizeof(d->s.clock_method), "none");
+	snprintf(d->s.host_data, sizeof(d->s.host_data), "%s", d->o->host_data);
+	snprintf(d->s.output, sizeof(d->s.output), "%s", d->o->out);
+	d->s.qemu_pid = d->o->qemu_pid;
+	if (getrandom(&d->s.session_id, sizeof(d->s.session_id), 0) != sizeof(d->s.session_id))
+		d->s.session_id = util_now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid();
+	snprintf(d->s.state, sizeof(d->s.state), "starting");
+	r = session_write(&d->s);
+	snprintf(path, sizeof(path), "%s/guest", d->s.dir);
+	if (r == 0 && mkdir(path, 0700) < 0)
+		r = -errno;
+	if (r == 0 && (d->guest_dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = -errno;
+	snprintf(path, sizeof(path), "%s/clock.samples", d->s.dir);
+	if (r == 0 && (d->samples_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0)
+		r = -errno;
+	if (r < 0)
+		log_error("cannot write the session dir %s: %s", d->s.dir, strerror(-r));
+	return r;
+}
+
+/* Daemon's own log: SESSION/collector.log (stderr is redirected there). */
+static void daemon_log_to_session(struct daemon *d)
+{
+	char path[PATH_MAX + 32];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/collector.log", d->s.dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	dup2(fd, 2);
+	close(fd);
+	setvbuf(stderr, NULL, _IOLBF, 0);
+}
+
+static void daemon_write_pidfile(struct daemon *d)
+{
+	char text[PATH_MAX + 32];
+	int n = snprintf(text, sizeof(text), "%d\n%s\n", (int)getpid(), d->s.dir);
+
+	if (d->lock_fd < 0 || ftruncate(d->lock_fd, 0) < 0)
+		return;
+	if (pwrite(d->lock_fd, text, (size_t)n, 0) != n)
+		log_warn("cannot write the pidfile: %s", strerror(errno));
+}
+
+static int daemon_ports(struct daemon *d)
+{
+	char path[PATH_MAX + 8];
+	int r = ports_detect(d->o->vm_dir, &d->kind);
+
+	if (r < 0) {
+		log_error("no FIFO at %s/agent-ctl-path.out and no socket at %s/agent-ctl-path.sock — run 'trace-collector setup --name %s --cpus N'",
+			  d->o->vm_dir, d->o->vm_dir, d->o->name);
+		return r;
+	}
+	port_init(&d->ctl, d->o->vm_dir, "agent-ctl-path", d->kind);
+	r = port_open(&d->ctl, true);
+	if (r < 0 && d->kind == PORT_SOCKET) {
+		log_warn("cannot connect to %s: %s; retrying (is QEMU running?)",
+			 port_path(&d->ctl, true, path, sizeof(path)), strerror(-r));
+		d->agent_gone = true;
+		return 0;
+	}
+	if (r < 0) {
+		log_error("cannot open %s: %s", port_path(&d->ctl, true, path, sizeof(path)), strerror(-r));
+		return r;
+	}
+	if (d->kind == PORT_FIFO)
+		port_drain(&d->ctl);
+	return agentctl_new(d, &d->ctl, d->base, &d->agent);
+}
+
+static void daemon_free(struct daemon *d)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(d->sigs); i++)
+		if (d->sigs[i])
+			event_free(d->sigs[i]);
+	if (d->tick)
+		event_free(d->tick);
+	for (unsigned i = 0; i < COLLECTOR_MAX_CPUS; i++) {
+		spool_free(d->spools[i]);
+		port_close(&d->data[i]);
+	}
+	agentctl_free(d->agent);
+	port_close(&d->ctl);
+	hostperf_free(d->perf);
+	ctlsock_free(d->sock);
+	if (d->guest_dirfd >= 0)
+		close(d->guest_dirfd);
+	if (d->samples_fd >= 0)
+		close(d->samples_fd);
+	if (d->base)
+		event_base_free(d->base);
+	free(d);
+}
+
+static int daemon_setup(struct daemon *d)
+{
+	char sock[PATH_MAX], line[PATH_MAX + 16];
+	int r;
+
+	d->base = event_base_new();
+	if (!d->base)
+		return -ENOMEM;
+	r = daemon_session(d);
+	if (r < 0)
+		return r;
+	snprintf(line, sizeof(line), "dir %s\n", d->s.dir);
+	daemon_notify(d, line);
+	if (!d->o->foreground)
+		daemon_log_to_session(d);
+	daemon_write_pidfile(d);
+	r = ctlsock_path(d->o->run_dir, d->o->name, sock, sizeof(sock));
+	if (r == 0)
+		r = ctlsock_listen(d, d->base, sock, &d->sock);
+	if (r < 0) {
+		log_error("cannot listen on %s/%s.sock: %s", d->o->run_dir, d->o->name, strerror(-r));
+		return r;
+	}
+	r = daemon_ports(d);
+	if (r == 0)
+		r = daemon_events(d);
+	if (r == 0)
+		daemon_set_phase(d, PH_HELLO, daemon_timeout(d));
+	return r;
+}
+
+int daemon_run(const struct start_opts *o, int lock_fd, int notify_fd)
+{
+	struct daemon *d = calloc(1, sizeof(*d));
+	int r;
+
+	if (!d)
+		return -ENOMEM;
+	d->o = o;
+	d->lock_fd = lock_fd;
+	d->notify_fd = notify_fd;
+	d->guest_dirfd = d->samples_fd = -1;
+	for (unsigned i = 0; i < COLLECTOR_MAX_CPUS; i++)
+		d->data[i].rfd = d->data[i].wfd = -1;
+	d->ctl.rfd = d->ctl.wfd = -1;
+	signal(SIGPIPE, SIG_IGN);
+	r = daemon_setup(d);
+	if (r < 0) {
+		if (d->s.dir[0])
+			session_set_state(&d->s, "failed");
+		daemon_notify(d, "fail\n");
+		daemon_free(d);
+		return 1;
+	}
+	event_base_dispatch(d->base);
+	r = d->exit_code;
+	daemon_free(d);
+	return r;
+}

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Host `perf record` over the session window: SESSION/host.data, stopped with SIGINT. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "collector.h"
+#include "log.h"
+#include "util.h"
+
+#define TRACEFS "/sys/kernel/tracing"
+#define PERF_MAX_ARGS 64
+
+struct hostperf {
+	pid_t pid;
+	int status;   /* wait status once exited */
+	bool exited, stopping;
+	char data[PATH_MAX + 16];
+};
+
+void hostperf_default_events(char *buf, size_t size)
+{
+	struct stat st;
+
+	snprintf(buf, size, "sched:sched_switch%s",
+		 stat(TRACEFS "/events/kvm/kvm_entry", &st) == 0 && stat(TRACEFS "/events/kvm/kvm_exit", &st) == 0
+			 ? ",kvm:kvm_entry,kvm:kvm_exit" : "");
+}
+
+/* perf record resolves tracepoints through tracefs: mount it when it is not. */
+static int hostperf_tracefs(void)
+{
+	struct stat st;
+
+	if (stat(TRACEFS "/events", &st) == 0)
+		return 0;
+	if (mount("nodev", TRACEFS, "tracefs", 0, NULL) < 0)
+		return -errno;
+	return 0;
+}
+
+/* argv for perf: record -a -o DATA [-k CLOCK_MONOTONIC] (-e EVENTS | user args). */
+static int hostperf_argv(const struct start_opts *o, const char *clock_method, char *data,
+			 char *events, char *userargs, char **argv)
+{
+	int n = 0;
+
+	argv[n++] = (char *)"perf";
+	argv[n++] = (char *)"record";
+	argv[n++] = (char *)"-q";
+	argv[n++] = (char *)"-o";
+	argv[n++] = data;
+	if (!strcmp(clock_method, "ptp")) {
+		argv[n++] = (char *)"-k";
+		argv[n++] = (char *)"CLOCK_MONOTONIC";
+	}
+	if (o->host_perf_args) {
+		for (char *save = NULL, *t = strtok_r(userargs, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+			if (n >= PERF_MAX_ARGS - 1)
+				return -E2BIG;
+			argv[n++] = t;
+		}
+	} else {
+		argv[n++] = (char *)"-a";
+		argv[n++] = (char *)"-e";
+		argv[n++] = events;
+	}
+	argv[n] = NULL;
+	return 0;
+}
+
+static void hostperf_child(const char *session_dir, char **argv)
+{
+	char log[PATH_MAX + 32];
+	int fd;
+
+	snprintf(log, sizeof(log), "%s/host-perf.log", session_dir);
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd >= 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
+	fd = open("/dev/null", O_RDONLY);
+	if (fd >= 0)
+		dup2(fd, 0);
+	prctl(PR_SET_PDEATHSIG, SIGINT); /* a killed daemon leaves no perf behind */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	execvp(getenv("VT_PERF") ? getenv("VT_PERF") : "perf", argv);
+	dprintf(2, "cannot run perf: %s\n", strerror(errno));
+	_exit(127);
+}
+
+int hostperf_start(const struct start_opts *o, const char *session_dir, const char *clock_method,
+		   struct hostperf **ret)
+{
+	_cleanup_free_ char *userargs = o->host_perf_args ? strdup(o->host_perf_args) : NULL;
+	char events[512], *argv[PERF_MAX_ARGS];
+	struct hostperf *h;
+	int r;
+
+	if (o->host_perf_args && !userargs)
+		return -ENOMEM;
+	r = hostperf_tracefs();
+	if (r < 0)
+		return r;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	snprintf(h->data, sizeof(h->data), "%s/host.data", session_dir);
+	if (o->host_events)
+		snprintf(events, sizeof(events), "%s", o->host_events);
+	else
+		hostperf_default_events(events, sizeof(events));
+	r = hostperf_argv(o, clock_method, h->data, events, userargs, argv);
+	if (r == 0 && (h->pid = fork()) < 0)
+		r = -errno;
+	if (r < 0) {
+		free(h);
+		return r;
+	}
+	if (h->pid == 0)
+		hostperf_child(session_dir, argv);
+	*ret = h;
+	return 0;
+}
+
+bool hostperf_reap(struct hostperf *h)
+{
+	if (!h->exited && waitpid(h->pid, &h->status, WNOHANG) == h->pid)
+		h->exited = true;
+	return h->exited;
+}
+
+/* perf has written its header (it does so before recording) and is still running. */
+bool hostperf_ready(struct hostperf *h, int *ret_err)
+{
+	struct stat st;
+
+	if (hostperf_reap(h)) {
+		*ret_err = -ECHILD;
+		return false;
+	}
+	*ret_err = 0;
+	return stat(h->data, &st) == 0 && st.st_size >= 104;
+}
+
+int hostperf_stop(struct hostperf *h)
+{
+	if (h->exited || h->stopping)
+		return 0;
+	h->stopping = true;
+	return kill(h->pid, SIGINT) < 0 ? -errno : 0;
+}
+
+void hostperf_kill(struct hostperf *h)
+{
+	if (!h->exited) {
+		kill(h->pid, SIGKILL);
+		waitpid(h->pid, &h->status, 0);
+		h->exited = true;
+	}
+}
+
+void hostperf_free(struct hostperf *h)
+{
+	if (h)
+		hostperf_kill(h);
+	free(h);
+}
+
+int hostperf_exit_status(const struct hostperf *h)
+{
+	if (!h->exited)
+		return -1;
+	if (WIFEXITED(h->status))
+		return WEXITSTATUS(h->status);
+	return 128 + WTERMSIG(h->status);
+}
+
+const char *hostperf_state(const struct hostperf *h, char *buf, size_t size)
+{
+	struct stat st;
+	double mb = stat(h->data, &st) == 0 ? (double)st.st_size / 1e6 : 0.0;
+
+	if (!h->exited)
+		snprintf(buf, size, "%s (pid %d), host.data %.1f MB", h->stopping ? "stopping" : "running",
+			 (int)h->pid, mb);
+	else
+		snprintf(buf, size, "exited with status %d, host.data %.1f MB", hostperf_exit_status(h), mb);
+	return buf;
+}

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The per-VM ports: FIFO pairs as QEMU's pipe chardev holds them (host reads NAME.out,
+ * writes NAME.in) or unix sockets served by QEMU's socket chardev (NAME.sock). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "collector.h"
+#include "util.h"
+
+static bool is_type(const char *path, mode_t type)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == type;
+}
+
+/* Which transport DIR was set up for: FIFO pair or socket of agent-ctl-path. */
+int ports_detect(const char *dir, enum port_kind *ret)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/agent-ctl-path.out", dir);
+	if (is_type(path, S_IFIFO)) {
+		*ret = PORT_FIFO;
+		return 0;
+	}
+	snprintf(path, sizeof(path), "%s/agent-ctl-path.sock", dir);
+	if (is_type(path, S_IFSOCK)) {
+		*ret = PORT_SOCKET;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void port_init(struct port *p, const char *dir, const char *name, enum port_kind kind)
+{
+	*p = (struct port){ .kind = kind, .rfd = -1, .wfd = -1 };
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	snprintf(p->base, sizeof(p->base), "%s/%s", dir, name);
+}
+
+const char *port_path(const struct port *p, bool reading, char *buf, size_t size)
+{
+	const char *sfx = p->kind == PORT_SOCKET ? ".sock" : reading ? ".out" : ".in";
+
+	if ((size_t)snprintf(buf, size, "%s%s", p->base, sfx) >= size)
+		buf[0] = '\0';
+	return buf;
+}
+
+static int fifo_open(const char *path)
+{
+	int fd;
+
+	if (!is_type(path, S_IFIFO))
+		return -ENOENT;
+	/* O_RDWR: opening never blocks and we never see EOF, like QEMU's own end. */
+	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int sock_open(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS)
+		return -errno;
+	return TAKE_FD(fd);
+}
+
+/* Opens the port; writable also opens NAME.in for FIFO pairs. */
+int port_open(struct port *p, bool writable)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	port_close(p);
+	fd = p->kind == PORT_SOCKET ? sock_open(port_path(p, true, path, sizeof(path)))
+				    : fifo_open(port_path(p, true, path, sizeof(path)));
+	if (fd < 0)
+		return fd;
+	p->rfd = fd;
+	if (p->kind == PORT_SOCKET) {
+		p->wfd = fd;
+		return 0;
+	}
+	if (!writable)
+		return 0;
+	fd = fifo_open(port_path(p, false, path, sizeof(path)));
+	if (fd < 0) {
+		port_close(p);
+		return fd;
+	}
+	p->wfd = fd;
+	return 0;
+}
+
+void port_close(struct port *p)
+{
+	if (p->wfd >= 0 && p->wfd != p->rfd)
+		close(p->wfd);
+	if (p->rfd >= 0)
+		close(p->rfd);
+	p->rfd = p->wfd = -1;
+}
+
+/* Reads and drops whatever is queued (bytes of an earlier session); returns their count. */
+uint64_t port_drain(struct port *p)
+{
+	char buf[65536];
+	uint64_t total = 0;
+	ssize_t n;
+
+	if (p->rfd < 0)
+		return 0;
+	while ((n = read(p->rfd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0)
+			total += (uint64_t)n;
+	return total;
+}
+
+static pid_t fifo_holder(const struct port *p)
+{
+	char path[PATH_MAX], link[64], fdpath[64 + 258];
+	struct stat want, st;
+	struct dirent *de, *fe;
+	DIR *proc, *fds;
+	pid_t found = 0, self = getpid();
+
+	if (stat(port_path(p, true, path, sizeof(path)), &want) < 0 || !(proc = opendir("/proc")))
+		return 0;
+	while (!found && (de = readdir(proc))) {
+		pid_t pid = (pid_t)atoi(de->d_name);
+
+		if (pid <= 0 || pid == self)
+			continue;
+		snprintf(link, sizeof(link), "/proc/%d/fd", pid);
+		if (!(fds = opendir(link)))
+			continue;
+		while (!found && (fe = readdir(fds))) {
+			snprintf(fdpath, sizeof(fdpath), "%s/%s", link, fe->d_name);
+			if (fe->d_name[0] != '.' && stat(fdpath, &st) == 0 &&
+			    st.st_dev == want.st_dev && st.st_ino == want.st_ino)
+				found = pid;
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return found;
+}
+
+/* The process holding the other end (QEMU): SO_PEERCRED for sockets, /proc scan for FIFOs. */
+pid_t port_peer_pid(const struct port *p)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (p->kind == PORT_FIFO)
+		return fifo_holder(p);
+	if (p->rfd >= 0 && getsockopt(p->rfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+		return cred.pid;
+	return 0;
+}

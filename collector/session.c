@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The session dir (<vm dir>/sessions/<UTC timestamp>/) and its session.ini, always
+ * rewritten whole (tmp + fsync + rename) so a crash never leaves it half written. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "collector.h"
+#include "util.h"
+
+#define INI_MAX (256u << 10)
+#define RESERVE_SIZE (256u << 10)
+
+/* A file of zeros kept until the disk fills up: deleting it leaves room to finalize. */
+static void session_make_reserve(const char *dir)
+{
+	char path[PATH_MAX + 16], zero[4096] = { 0 };
+	_cleanup_close_ int fd = -1;
+
+	snprintf(path, sizeof(path), "%s/.reserve", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	for (unsigned i = 0; fd >= 0 && i < RESERVE_SIZE / sizeof(zero); i++)
+		if (util_write_full(fd, zero, sizeof(zero)) < 0)
+			break;
+}
+
+void session_release_reserve(const struct session_info *s)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/.reserve", s->dir);
+	unlink(path);
+}
+
+int session_create(const char *vm_dir, struct session_info *s)
+{
+	char parent[PATH_MAX], stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	int r;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	if ((size_t)snprintf(parent, sizeof(parent), "%s/sessions", vm_dir) >= sizeof(parent))
+		return -ENAMETOOLONG;
+	r = util_mkdir_p(parent, 0700);
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < 100; i++) {
+		int n = i == 0 ? snprintf(s->dir, sizeof(s->dir), "%s/%s", parent, stamp)
+			       : snprintf(s->dir, sizeof(s->dir), "%s/%s-%u", parent, stamp, i);
+
+		if ((size_t)n >= sizeof(s->dir))
+			return -ENAMETOOLONG;
+		if (mkdir(s->dir, 0700) == 0) {
+			session_make_reserve(s->dir);
+			return 0;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+static void ini_u64(FILE *f, const char *k, uint64_t v) { fprintf(f, "%s=%llu\n", k, (unsigned long long)v); }
+static void ini_str(FILE *f, const char *k, const char *v) { fprintf(f, "%s=%s\n", k, v); }
+
+static int ini_replace(const char *dir, const char *text, size_t len)
+{
+	char tmp[PATH_MAX + 16], path[PATH_MAX + 16];
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	snprintf(tmp, sizeof(tmp), "%s/session.ini.tmp", dir);
+	snprintf(path, sizeof(path), "%s/session.ini", dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = util_write_full(fd, text, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
+		return r;
+	}
+	if (rename(tmp, path) < 0)
+		return -errno;
+	return 0;
+}
+
+int session_write(const struct session_info *s)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	int r;
+
+	if (!f)
+		return -ENOMEM;
+	ini_str(f, "vm", s->vm);
+	ini_u64(f, "session_id", s->session_id);
+	ini_u64(f, "ncpus", s->ncpus);
+	ini_u64(f, "page_size", s->page_size);
+	ini_u64(f, "qemu_pid", (uint64_t)s->qemu_pid);
+	ini_str(f, "guest_clock", s->guest_clock);
+	ini_str(f, "clock_method", s->clock_method);
+	ini_str(f, "events", s->events);
+	ini_u64(f, "started_realtime_ns", s->started_realtime_ns);
+	ini_u64(f, "started_mono_ns", s->started_mono_ns);
+	ini_u64(f, "stopped_mono_ns", s->stopped_mono_ns);
+	ini_str(f, "host_data", s->host_data);
+	ini_str(f, "state", s->state);
+	ini_str(f, "guest_release", s->guest_release);
+	ini_str(f, "guest_arch", s->guest_arch);
+	ini_str(f, "stop_reason", s->stop_reason);
+	ini_str(f, "output", s->output);
+	if (fclose(f) != 0)
+		return -ENOMEM;
+	r = ini_replace(s->dir, text, len);
+	return r;
+}
+
+int session_set_state(struct session_info *s, const char *state)
+{
+	snprintf(s->state, sizeof(s->state), "%s", state);
+	return session_write(s);
+}
+
+static int ini_load(const char *dir, char **ret)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/session.ini", dir);
+	return util_read_file(path, INI_MAX, ret, NULL);
+}
+
+/* Finds "key=" at a line start; returns the value start or NULL. */
+static char *ini_find(char *text, const char *key, char **ret_line)
+{
+	size_t kl = strlen(key);
+
+	for (char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		if (!strncmp(line, key, kl) && line[kl] == '=') {
+			*ret_line = line;
+			return line + kl + 1;
+		}
+	}
+	return NULL;
+}
+
+int session_ini_get(const char *dir, const char *key, char *buf, size_t size)
+{
+	_cleanup_free_ char *text = NULL;
+	char *v, *line;
+	size_t n;
+	int r = ini_load(dir, &text);
+
+	if (r < 0)
+		return r;
+	v = ini_find(text, key, &line);
+	if (!v)
+		return -ENOENT;
+	n = strcspn(v, "\n");
+	if (n >= size)
+		return -ENAMETOOLONG;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	return 0;
+}
+
+int session_ini_set(const char *dir, const char *key, const char *value)
+{
+	_cleanup_free_ char *text = NULL, *out = NULL;
+	size_t len = 0;
+	char *v, *line;
+	FILE *f;
+	int r = ini_load(dir, &text);
+
+	if (r < 0)
+		return r;
+	f = open_memstream(&out, &len);
+	if (!f)
+		return -ENOMEM;
+	v = ini_find(text, key, &line);
+	if (v) {
+		char *end = v + strcspn(v, "\n");
+
+		fprintf(f, "%.*s%s=%s%s", (int)(line - text), text, key, value, *end ? end : "\n");
+	} else {
+		fprintf(f, "%s%s=%s\n", text, key, value);
+	}
+	if (fclose(f) != 0)
+		return -ENOMEM;
+	return ini_replace(dir, out, len);
+}

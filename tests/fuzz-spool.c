@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Fuzz target: a data port's bytes through the spool (splice into a spool file, then the
+ * scan for this session's markers and the page heads). First 8 bytes: session id. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector.h"
+
+void daemon_spool_error(struct daemon *d, unsigned cpu, int err) {}
+void daemon_spool_progress(struct daemon *d, unsigned cpu) {}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char dir[] = "/tmp/vt-fuzz-spool.XXXXXX", path[64];
+	struct port port = { .rfd = -1, .wfd = -1 };
+	struct spool_stats st;
+	struct spool *s = NULL;
+	uint64_t sid = 0;
+	int p[2];
+
+	if (size < 8 || !mkdtemp(dir))
+		return 0;
+	memcpy(&sid, data, 8);
+	if (pipe2(p, O_NONBLOCK) == 0) {
+		fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
+		port.rfd = p[0];
+		if (spool_new(NULL, 0, &port, dir, sid, 4096, &s) == 0) {
+			size_t off = 8;
+
+			/* Feed in pieces so partial pages and markers split across reads occur. */
+			while (off < size) {
+				ssize_t w = write(p[1], data + off, size - off > 70000 ? 70000 : size - off);
+
+				if (w <= 0)
+					break;
+				off += (size_t)w;
+				spool_poll(s);
+			}
+			close(p[1]);
+			p[1] = -1;
+			spool_poll(s);
+			spool_stats(s, &st);
+			if (st.pages > st.spooled / 4096 + 1)
+				abort(); /* the scan counted pages that are not there */
+			spool_free(s);
+		}
+		close(p[0]);
+		if (p[1] >= 0)
+			close(p[1]);
+	}
+	snprintf(path, sizeof(path), "%s/cpu0.spool", dir);
+	unlink(path);
+	rmdir(dir);
+	return 0;
+}

@@ -1,0 +1,89 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Failures start reports itself, and limits and faults during a session: no agent, config
+# refused, missing data ports, SIGKILL of the daemon, a guest that never answers stop, a
+# silent guest (heartbeat), --max-size, disk full.
+. "$(dirname "$0")/daemon-lib.sh"
+
+mkfifos 2
+# No agent in the guest: start fails by itself, quickly, saying what to check.
+out=$(start --no-host --timeout 1 2>&1); rc=$?
+check "start without an agent fails" test $rc -eq 1
+grep -q "no answer from the agent on agent-ctl-path within 1 s .*is trace-agent running" <<<"$out" &&
+	ok "start names the missing agent" || fail "no-agent message: $out"
+S=$(ls -d "$VMDIR"/sessions/* | tail -n 1)
+check "failed session marked state=failed" test "$(ini "$S" state)" = failed
+check "no daemon left behind" test ! -e "$RUN/$VM.sock"
+
+fake_guest --dir "$VMDIR" --cpus 2 --pages 20
+out=$(start --no-host -e 'sched:nope' 2>&1); rc=$?
+check "start with an event the guest lacks fails" test $rc -eq 1
+grep -q "refused the configuration.*unknown event 'sched:nope'" <<<"$out" && ok "start relays the agent's error" || fail "config error: $out"
+check_out "bad --clock refused" "invalid value 'sundial'" start --clock sundial
+check_out "missing VM dir says to run setup" "run 'trace-collector setup --name nothere" \
+	collector start --name nothere --dir "$T/nothere" --run-dir "$RUN"
+
+# SIGKILL of the daemon: the session dir stays consistent and mergeable; a new start works.
+out=$(start --no-host 2>&1); S=$(tail -n 1 <<<"$out")
+wait_for 10 status_has 'cpu1 +20 '
+kill -9 "$(daemon_pid)"
+check "session.ini complete after SIGKILL" test "$(grep -c '=' "$S/session.ini")" -ge 17
+check "session.ini still says tracing (last state written)" test "$(ini "$S" state)" = tracing
+check "no session.ini.tmp left" test ! -e "$S/session.ini.tmp"
+r=$(spool_check "$S/cpu0.spool" "$(ini "$S" session_id)")
+grep -q 'pages=20 end=0' <<<"$r" && ok "spool readable after SIGKILL ($r)" || fail "spool after SIGKILL: $r"
+out=$(stop 2>&1); rc=$?
+check "stop without a daemon fails" test $rc -eq 1
+grep -q "the last session of $VM is $S; merge it with 'trace-collector merge $S" <<<"$out" &&
+	ok "stop without a daemon points at the last session" || fail "stop after SIGKILL: $out"
+out=$(start --no-host 2>&1); rc=$?
+check "start after a SIGKILLed daemon works ($out)" test $rc -eq 0
+stop >/dev/null 2>&1
+kill -9 "$FG_PID"; FG_PID=
+
+# A guest that never answers stop: finalized after --timeout, shortfall stated.
+fake_guest --dir "$VMDIR" --cpus 2 --pages 20 --mode mute-stop
+out=$(start --no-host --timeout 2 2>&1); S=$(tail -n 1 <<<"$out")
+out=$(stop 2>&1); rc=$?
+check "stop with a mute guest succeeds" test $rc -eq 0
+grep -Eq '^cpu0: 20 pages .*no end marker and no stop report: shortfall unknown' <<<"$out" &&
+	ok "mute guest: shortfall stated" || fail "mute summary: $out"
+check "mute guest: what arrived is still merged" test "$(ini "$S" state)" = merged
+check "mute guest: merged file readable by perf" bash -c "perf script -i '$T/out.data' 2>/dev/null | grep -q guest_fake:tick"
+grep -q "did not finish within 2 s" "$S/collector.log" && ok "log says the agent did not finish" || fail "log: $(cat "$S/collector.log")"
+kill -9 "$FG_PID"; FG_PID=
+
+# A guest that goes silent while tracing: heartbeat probes notice.
+fake_guest --dir "$VMDIR" --cpus 2 --pages 5 --mode silent
+out=$(start --no-host --timeout 1 --heartbeat 1 2>&1); S=$(tail -n 1 <<<"$out")
+check "silent agent detected" wait_for 20 status_has 'state: stopped — agent silent'
+out=$(stop 2>&1)
+grep -q '^stopped: agent silent' <<<"$out" && ok "summary names the silent agent" || fail "silent: $out"
+kill -9 "$FG_PID"; FG_PID=
+
+# --max-size: stops by itself and says so; the daemon keeps reading (discarding).
+fake_guest --dir "$VMDIR" --cpus 2 --pages 200
+out=$(start --no-host --max-size 256K 2>&1); S=$(tail -n 1 <<<"$out")
+check "max-size reached stops the session" wait_for 10 status_has 'state: stopped — --max-size 262144 bytes reached'
+total=$(cat "$S"/cpu*.spool | wc -c)
+check "spools bounded near the limit ($total bytes)" test "$total" -lt $((256 * 1024 + 2 * 65536 + 8192))
+out=$(stop 2>&1)
+grep -q '^stopped: --max-size 262144 bytes reached' <<<"$out" && ok "summary says max-size" || fail "max-size: $out"
+grep -Eq '^cpu0: .*bytes dropped by the host after the stop/limit' <<<"$out" && ok "summary counts dropped bytes" || fail "dropped: $out"
+kill -9 "$FG_PID"; FG_PID=
+
+# Disk full: a 1 MiB tmpfs as the VM dir.
+mkdir "$T/small" && mount -t tmpfs -o size=1M,mode=0700 tmpfs "$T/small" || { fail "cannot mount a tmpfs (root needed)"; finish; exit 1; }
+mkfifos 2 "$T/small"
+fake_guest --dir "$T/small" --cpus 2 --pages 400
+out=$(collector start --name "$VM" --dir "$T/small" --run-dir "$RUN" --no-host 2>&1); rc=$?
+check "start on a small disk ($out)" test $rc -eq 0
+S=$(tail -n 1 <<<"$out")
+check "disk full stops the session" wait_for 10 status_has 'state: stopped — disk full writing cpu[01].spool'
+check "session.ini updated on the full disk" test "$(ini "$S" state)" = stopped
+check_out "daemon alive after disk full" '^cpu0 ' status
+out=$(stop 2>&1); rc=$?
+check "stop after disk full succeeds" test $rc -eq 0
+grep -q '^stopped: disk full' <<<"$out" && ok "summary says disk full" || fail "disk full: $out"
+r=$(spool_check "$S/cpu0.spool" "$(ini "$S" session_id)")
+grep -Eq 'pages=[1-9][0-9]* ' <<<"$r" && ok "what was spooled is kept ($r)" || fail "after disk full: $r"
+finish
