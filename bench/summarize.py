@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Summaries of bench/vm-bench.py results.txt files (markdown rows for bench/RESULTS.md).
+usage: summarize.py overhead|throughput RESULTS.txt"""
+import re
+import statistics
+import sys
+
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23,
+       11: 2.20, 12: 2.18, 15: 2.13, 20: 2.09}
+
+
+def kv(line):
+    return dict(re.findall(r"(\w+)=('[^']*'|\S+)", line))
+
+
+def ci(xs):
+    n = len(xs)
+    m = statistics.mean(xs)
+    if n < 2:
+        return m, float("nan")
+    t = T95.get(n - 1, 2.0)
+    return m, t * statistics.stdev(xs) / n ** 0.5
+
+
+def overhead(lines):
+    rows = [kv(l) for l in lines if l.startswith("mode=")]
+    by = {}
+    for r in rows:
+        by.setdefault(int(r["round"]), {})[r["mode"]] = r
+    rounds = [by[k] for k in sorted(by) if len(by[k]) == 4]
+    print(f"rounds: {len(rounds)}")
+    for mode in ("agent", "cat", "off"):
+        ov = [100.0 * (1 - int(r[mode]["score"]) / int(r["native"]["score"])) for r in rounds]
+        m, h = ci(ov)
+        print(f"| {mode} vs native | {statistics.median(ov):.1f}% | {m:.1f}% ± {h:.1f}% | "
+              f"{min(ov):.1f}% … {max(ov):.1f}% |")
+    scores = {m: [int(r[m]["score"]) for r in rounds] for m in ("native", "agent", "cat", "off")}
+    for m, s in scores.items():
+        print(f"score {m}: median {statistics.median(s) / 1e6:.1f} M, min {min(s) / 1e6:.1f}, max {max(s) / 1e6:.1f}")
+    secs = [float(r["native"]["wall"].split(":")[1]) - float(r["native"]["wall"].split(":")[0]) for r in rounds]
+    ev = {m: [int(r[m]["events"]) for r in rounds] for m in ("native", "agent", "cat")}
+    for m in ("agent", "cat"):
+        ratio = [a / n for a, n in zip(ev[m], ev["native"])]
+        print(f"events {m}/native: median {statistics.median(ratio):.3f} (min {min(ratio):.3f} max {max(ratio):.3f}); "
+              f"native median {statistics.median(ev['native'])} events per rep")
+    ncpu = 2
+    ag = [100.0 * int(r["agent"]["reader_ns"]) / 1e9 / (float(r["agent"]["wall"].split(":")[1]) - float(r["agent"]["wall"].split(":")[0])) for r in rounds]
+    print(f"agent CPU during the rep (schedstat, all threads) as % of ONE vCPU: median {statistics.median(ag):.3f}% "
+          f"(min {min(ag):.3f} max {max(ag):.3f})")
+    cat = [100.0 * int(r["cat"]["reader_ns"]) / 1e9 / (float(r["cat"]["wall"].split(":")[1]) - float(r["cat"]["wall"].split(":")[0])) for r in rounds]
+    print(f"cat readers CPU during the rep as % of ONE vCPU (both cats): median {statistics.median(cat):.1f}% "
+          f"(min {min(cat):.1f} max {max(cat):.1f})")
+    st = [int(r["agent"]["agent_step_ticks"]) / 100.0 for r in rounds]
+    print(f"agent CPU s per whole session step (start+config+metadata+rep+stop, ticks): median {statistics.median(st):.2f} s "
+          f"(min {min(st):.2f} max {max(st):.2f})")
+    hosts = [kv(l) for l in lines if l.startswith("host mode=agent")]
+    if hosts:
+        d = [float(h["daemon_run_s"]) for h in hosts]
+        s = [float(h["stop_s"]) for h in hosts]
+        print(f"daemon CPU per session (schedstat): median {statistics.median(d) * 1e3:.1f} ms; "
+              f"stop wall median {statistics.median(s) * 1e3:.0f} ms; spooled median "
+              f"{statistics.median(int(h['spooled']) for h in hosts) / 1e6:.2f} MB; "
+              f"losses: {sorted(set(h['summary'].count('0 lost in transport') for h in hosts))} CPUs with 0 transport loss, "
+              f"ring_overrun max {max(int(h['ring_overrun']) for h in hosts)}")
+    loads = [float(r["load"].split(",")[0]) for rr in rounds for r in rr.values()]
+    print(f"host load (1 min) during the run: {min(loads):.2f} … {max(loads):.2f}")
+
+
+def throughput(lines):
+    host = [kv(l) for l in lines if l.startswith("host ")]
+    hi = 0
+    print("| kind | kb | rate KB/s/vCPU | produced MB | guest s | MB/s/vCPU | MB/s total | ring overrun | sent pages→spooled | transport lost | reader CPU s | reader CPU s/GB |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for l in lines:
+        if not l.startswith("kind="):
+            if l.startswith("host "):
+                hi += 1
+            continue
+        r = kv(l)
+        if r["kind"] == "port":
+            print(f"| port ×{r['ports']} | | | | | | {l.split('mbps ')[1].split()[0]} | | | | | |")
+            continue
+        h = host[hi - 1]
+        load = r["load"].strip("'")
+        nums = re.findall(r"cpu\d+ (\d+)", load)
+        if r["rate"] == "fn":
+            produced = None
+        else:
+            produced = sum(int(x) for x in nums)
+        secs = 5.0
+        if r["kind"] == "agent":
+            moved = int(h["bytes_sent"])
+            cpu = int(r["stream_ticks"]) / 100.0
+            lost = re.findall(r"(\d+) lost in transport", h["summary"])
+            print(f"| agent | {r['kb']} | {r['rate']} | {produced / 1e6 if produced else 0:.1f} | {secs} | "
+                  f"{moved / 1e6 / secs / 2:.2f} | {moved / 1e6 / secs:.2f} | {h['ring_overrun']} | "
+                  f"{moved // 4096} → {int(h['spooled']) // 4096} | {'+'.join(lost)} | {cpu:.2f} | "
+                  f"{cpu / (moved / 1e9) if moved else 0:.1f} |")
+        else:
+            moved = int(h.get("host_cat_bytes", 0))
+            cpu = int(r["cat_ticks"]) / 100.0
+            print(f"| cat | {r['kb']} | {r['rate']} | {produced / 1e6 if produced else 0:.1f} | {secs} | "
+                  f"{moved / 1e6 / secs / 2:.2f} | {moved / 1e6 / secs:.2f} | {r['overrun']} | host read {moved / 1e6:.1f} MB | | "
+                  f"{cpu:.2f} | {cpu / (moved / 1e9) if moved else 0:.1f} |")
+
+
+if __name__ == "__main__":
+    text = open(sys.argv[2]).read().splitlines()
+    {"overhead": overhead, "throughput": throughput}[sys.argv[1]](text)
