@@ -4,7 +4,8 @@
 # Cycle 1: stale bytes queued before start are dropped, numbered trace_marker lines on every
 # CPU come out of perf script once and in order, spool and counters agree end to end, a
 # second start is refused. Cycle 2: SIGKILL of the daemon, then 'merge' recovers the session.
-# Cycle 3: with host perf record: guest and host events interleave in time.
+# Cycle 3: with host perf record: guest and host events interleave in time. Cycle 4: the host
+# dies and nobody reads the FIFOs; one SIGTERM still ends the agent.
 . "$(dirname "$0")/daemon-lib.sh"
 
 : "${TRACE_AGENT:?}"
@@ -142,11 +143,21 @@ check "guest and host events interleave ($sw alternations)" test "${sw:-0}" -gt 
 check "perf script printed no warnings ($(head -c 300 "$T/perf3.err"))" test ! -s "$T/perf3.err"
 check_out "merge kept every guest time inside the window" '^guest_outside_window=0$' cat "$S3/merge.ini"
 
-# The agent leaves on SIGTERM: exit 0, instance removed.
+# ---- cycle 4: the daemon dies, the FIFOs fill up (nobody reads them), then the agent gets
+# one SIGTERM (a guest shutting down): it must give up the blocked streams and exit 0.
+out=$(start --no-host -e sched:sched_switch --buffer-kb 1024 2>&1); rc=$?
+check "fourth session starts ($out)" test $rc -eq 0
+kill -9 "$(daemon_pid)"
+py mark "$INST" vtfifo$$d $N
+check "cpu0's FIFO is full (64 KiB queued, nobody reading)" \
+	wait_for 20 bash -c "test \"\$(python3 '$HELP' queued '$VMDIR/trace-path-cpu0.out')\" -ge 65536"
 kill -TERM "$AGENT_PID"
+check "agent exits on one SIGTERM though its ports are blocked" wait_for 20 bash -c "! kill -0 $AGENT_PID 2>/dev/null"
+kill -0 "$AGENT_PID" 2>/dev/null && kill -9 "$AGENT_PID"
 wait "$AGENT_PID"; rc=$?
 AGENT_PID=
 check "agent exits 0 on SIGTERM" test $rc -eq 0
 check "agent removed its instance" test ! -d "$TRACEFS/instances/$INST"
+check_out "agent says it gave up the blocked streams" 'still blocked on their ports.*giving up' cat "$T/agent.log"
 [ "$vt_fail" -eq 0 ] || { echo "--- agent log"; tail -n 40 "$T/agent.log"; } >&2
 finish
