@@ -25,7 +25,7 @@ agent_cleanup() {
 }
 trap agent_cleanup EXIT
 
-for dep in perf python3 taskset; do
+for dep in perf python3; do
 	command -v $dep >/dev/null || { fail "$dep not installed: scripts/bootstrap installs it"; finish; exit 1; }
 done
 [ "$(id -u)" = 0 ] || { fail "needs root (trace-agent creates an ftrace instance)"; finish; exit 1; }
