@@ -59,28 +59,33 @@ static void agent_backoff(struct agent *a)
 
 static void agent_ctl_close(struct agent *a)
 {
-	if (a->ctl_fd >= 0)
-		close(a->ctl_fd);
-	a->ctl_fd = -1;
+	ports_close(&a->ctl);
 	vt_reader_free(&a->rd);
 	agent_backoff(a);
 }
 
+static int agent_ctl_nonblock(struct agent *a)
+{
+	int fds[] = { a->ctl.rd, a->ctl.wr };
+
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK) < 0)
+			return -errno;
+	return 0;
+}
+
 static void agent_ctl_open(struct agent *a)
 {
-	int r = ports_open(&a->ports, AGENT_CTL_PORT, &a->ctl_fd);
+	int r = ports_open(&a->ports, AGENT_CTL_PORT, &a->ctl);
 
 	if (r < 0) {
-		a->ctl_fd = -1;
 		log_debug("cannot open %s in %s: %s; retrying", AGENT_CTL_PORT, ports_where(&a->ports),
 			  strerror(-r));
 		agent_backoff(a);
 		return;
 	}
-	if (fcntl(a->ctl_fd, F_SETFL, fcntl(a->ctl_fd, F_GETFL) | O_NONBLOCK) < 0 ||
-	    vt_reader_init(&a->rd) < 0) {
-		close(a->ctl_fd);
-		a->ctl_fd = -1;
+	if (agent_ctl_nonblock(a) < 0 || vt_reader_init(&a->rd) < 0) {
+		ports_close(&a->ctl);
 		agent_backoff(a);
 		return;
 	}
@@ -100,10 +105,10 @@ static void agent_signal(struct agent *a)
 /* Writes the whole reply; a host that stops reading cannot keep SIGTERM from us. */
 static int agent_write(struct agent *a, const uint8_t *p, size_t len)
 {
-	struct pollfd pfd[2] = { { .fd = a->ctl_fd, .events = POLLOUT }, { .fd = a->sig_fd, .events = POLLIN } };
+	struct pollfd pfd[2] = { { .fd = a->ctl.wr, .events = POLLOUT }, { .fd = a->sig_fd, .events = POLLIN } };
 
 	while (len > 0) {
-		ssize_t n = write(a->ctl_fd, p, len);
+		ssize_t n = write(a->ctl.wr, p, len);
 
 		if (n > 0) {
 			p += n;
@@ -132,7 +137,7 @@ static void agent_reply(struct agent *a, struct vt_buf *out)
 {
 	int r = 0;
 
-	if (out->len > 0 && a->ctl_fd >= 0)
+	if (out->len > 0 && a->ctl.wr >= 0)
 		r = agent_write(a, out->data, out->len);
 	out->len = 0;
 	out->oom = false;
@@ -150,7 +155,7 @@ static void agent_dispatch(struct agent *a)
 	struct vt_msg m;
 	char legacy;
 
-	while (a->ctl_fd >= 0 && !a->quit && (res = vt_reader_next(&a->rd, &m, &legacy)) != VT_READ_NEED_MORE) {
+	while (a->ctl.rd >= 0 && !a->quit && (res = vt_reader_next(&a->rd, &m, &legacy)) != VT_READ_NEED_MORE) {
 		if (res == VT_READ_MSG)
 			control_msg(a, &m, &out);
 		else if (res == VT_READ_LEGACY)
@@ -179,7 +184,7 @@ static void agent_ctl_read(struct agent *a)
 		agent_ctl_close(a);
 		return;
 	}
-	n = read(a->ctl_fd, p, room);
+	n = read(a->ctl.rd, p, room);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
@@ -197,7 +202,7 @@ static void agent_loop(struct agent *a)
 {
 	while (!a->quit) {
 		struct pollfd pfd[2] = { { .fd = a->sig_fd, .events = POLLIN },
-					 { .fd = a->ctl_fd >= 0 ? a->ctl_fd : a->timer_fd, .events = POLLIN } };
+					 { .fd = a->ctl.rd >= 0 ? a->ctl.rd : a->timer_fd, .events = POLLIN } };
 		uint64_t ticks;
 
 		if (poll(pfd, 2, -1) < 0) {
@@ -207,9 +212,9 @@ static void agent_loop(struct agent *a)
 		}
 		if (pfd[0].revents & POLLIN)
 			agent_signal(a);
-		else if (a->ctl_fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
+		else if (a->ctl.rd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
 			agent_ctl_read(a);
-		else if (a->ctl_fd < 0 && (pfd[1].revents & POLLIN) &&
+		else if (a->ctl.rd < 0 && (pfd[1].revents & POLLIN) &&
 			 read(a->timer_fd, &ticks, sizeof(ticks)) == sizeof(ticks))
 			agent_ctl_open(a);
 	}
@@ -239,7 +244,7 @@ static int agent_setup(struct agent *a)
 /* The first open tells the user what is missing; later ones retry quietly. */
 static int agent_first_open(struct agent *a)
 {
-	int r = ports_open(&a->ports, AGENT_CTL_PORT, &a->ctl_fd);
+	int r = ports_open(&a->ports, AGENT_CTL_PORT, &a->ctl);
 
 	if (r == -ENOENT) {
 		log_error("no control port %s in %s: add the virtio-serial channels (see trace-collector "
@@ -247,14 +252,12 @@ static int agent_first_open(struct agent *a)
 		return r;
 	}
 	if (r < 0) {
-		a->ctl_fd = -1;
 		log_info("control port %s not ready (%s): waiting for the host", AGENT_CTL_PORT, strerror(-r));
 		agent_backoff(a);
 		return 0;
 	}
-	if (fcntl(a->ctl_fd, F_SETFL, fcntl(a->ctl_fd, F_GETFL) | O_NONBLOCK) < 0)
-		return -errno;
-	return vt_reader_init(&a->rd);
+	r = agent_ctl_nonblock(a);
+	return r < 0 ? r : vt_reader_init(&a->rd);
 }
 
 static void agent_teardown(struct agent *a)
@@ -267,8 +270,7 @@ static void agent_teardown(struct agent *a)
 	ports_free(&a->ports);
 	config_free(&a->cfg);
 	vt_reader_free(&a->rd);
-	if (a->ctl_fd >= 0)
-		close(a->ctl_fd);
+	ports_close(&a->ctl);
 	if (a->timer_fd >= 0)
 		close(a->timer_fd);
 	if (a->sig_fd >= 0)
@@ -277,7 +279,7 @@ static void agent_teardown(struct agent *a)
 
 int agent_run(const struct agent_options *opts)
 {
-	struct agent a = { .opts = opts, .ctl_fd = -1, .sig_fd = -1, .timer_fd = -1,
+	struct agent a = { .opts = opts, .ctl = { -1, -1 }, .sig_fd = -1, .timer_fd = -1,
 			   .backoff_ms = AGENT_BACKOFF_MIN_MS,
 			   .tfs = { .inst_fd = -1 },
 			   .sh = { .stop_efd = -1, .abort_efd = -1, .ready_efd = -1, .done_efd = -1 } };

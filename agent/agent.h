@@ -73,8 +73,15 @@ struct ports {
 };
 int ports_find(struct ports *p, const char *dir_opt);
 void ports_free(struct ports *p);
-/* Opens (or, for a unix socket in a test ports dir, connects) the port called name. */
-int ports_open(const struct ports *p, const char *name, int *ret_fd);
+/* A port's read and write fds: a device or socket dup'd, or a test dir's FIFO pair. */
+struct port_fds {
+	int rd, wr;
+};
+/* Opens (or, for a unix socket in a test ports dir, connects) the port called name; in a
+ * test dir without NAME, the FIFO pair NAME.in (read) / NAME.out (written). */
+int ports_open(const struct ports *p, const char *name, struct port_fds *ret);
+/* Closes both fds (either may be -1) and sets them to -1. */
+void ports_close(struct port_fds *f);
 /* A user-facing description of where name was looked for. */
 const char *ports_where(const struct ports *p);
 
@@ -109,7 +116,8 @@ struct agent {
 	uint32_t page_size;
 	size_t pipe_size;
 	struct agent_config cfg;
-	int ctl_fd, sig_fd, timer_fd;
+	struct port_fds ctl; /* -1/-1 while closed */
+	int sig_fd, timer_fd;
 	unsigned backoff_ms;
 	struct vt_reader rd;
 	bool quit;

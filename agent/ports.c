@@ -90,23 +90,83 @@ static int ports_connect(const char *path, int *ret_fd)
 	return 0;
 }
 
-int ports_open(const struct ports *p, const char *name, int *ret_fd)
+static bool ports_is_fifo(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+/* A test ports dir may hold the FIFO pair 'trace-collector setup' makes for QEMU's pipe
+ * chardev instead of NAME: we are the guest side, so we read NAME.in (host -> guest) and
+ * write NAME.out (guest -> host). O_RDWR|O_NONBLOCK: opening never blocks, like QEMU's end. */
+static int ports_open_fifos(const char *path, struct port_fds *ret)
+{
+	char in[4096 + 8], out[4096 + 8];
+	struct port_fds f = { -1, -1 };
+
+	snprintf(in, sizeof(in), "%s.in", path);
+	snprintf(out, sizeof(out), "%s.out", path);
+	if (!ports_is_fifo(in) || !ports_is_fifo(out))
+		return -ENOENT;
+	f.wr = open(out, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (f.wr < 0)
+		return -errno;
+	f.rd = open(in, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (f.rd < 0) {
+		int r = -errno;
+
+		close(f.wr);
+		return r;
+	}
+	*ret = f;
+	return 0;
+}
+
+/* One fd both ways (device or socket): dup'd so that rd and wr are closed independently. */
+static int ports_split(int fd, struct port_fds *ret)
+{
+	int wr = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	if (wr < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	*ret = (struct port_fds){ .rd = fd, .wr = wr };
+	return 0;
+}
+
+int ports_open(const struct ports *p, const char *name, struct port_fds *ret)
 {
 	char path[4096];
 	struct stat st;
-	int fd, r;
+	int fd = -1, r;
 
 	if (p->dir)
 		snprintf(path, sizeof(path), "%s/%s", p->dir, name);
 	else if ((r = ports_sysfs_lookup(name, path, sizeof(path))) < 0)
 		return r;
-	if (stat(path, &st) < 0)
-		return -errno;
-	if (S_ISSOCK(st.st_mode))
-		return ports_connect(path, ret_fd);
+	if (stat(path, &st) < 0) {
+		r = -errno;
+		return p->dir && r == -ENOENT ? ports_open_fifos(path, ret) : r;
+	}
+	if (S_ISSOCK(st.st_mode)) {
+		r = ports_connect(path, &fd);
+		return r < 0 ? r : ports_split(fd, ret);
+	}
 	fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	*ret_fd = fd;
-	return 0;
+	return ports_split(fd, ret);
+}
+
+void ports_close(struct port_fds *f)
+{
+	if (f->rd >= 0)
+		close(f->rd);
+	if (f->wr >= 0)
+		close(f->wr);
+	f->rd = f->wr = -1;
 }

@@ -20,6 +20,7 @@
 
 struct pump_io {
 	int raw, pipe_r, pipe_w, out;
+	int in; /* the port's read side: unused, data ports only write */
 	size_t pipe_size;
 	uint32_t page_size;
 	const struct pump_shared *sh;
@@ -28,7 +29,7 @@ struct pump_io {
 
 static void pump_io_close(struct pump_io *io)
 {
-	int *fds[] = { &io->raw, &io->pipe_r, &io->pipe_w, &io->out };
+	int *fds[] = { &io->raw, &io->pipe_r, &io->pipe_w, &io->out, &io->in };
 
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
 		if (*fds[i] >= 0)
@@ -209,6 +210,7 @@ static int pump_loop(struct pump_io *io)
 
 static int pump_open(struct pump_io *io, unsigned cpu)
 {
+	struct port_fds port;
 	char name[64];
 	int pfd[2], r, sz;
 
@@ -227,9 +229,11 @@ static int pump_open(struct pump_io *io, unsigned cpu)
 		return -EINVAL;
 	io->pipe_size = (size_t)sz / io->page_size * io->page_size;
 	snprintf(name, sizeof(name), "trace-path-cpu%u", cpu);
-	r = ports_open(io->sh->ports, name, &io->out);
+	r = ports_open(io->sh->ports, name, &port);
 	if (r < 0)
 		return r;
+	io->in = port.rd;
+	io->out = port.wr;
 	if (fcntl(io->out, F_SETFL, fcntl(io->out, F_GETFL) | O_NONBLOCK) < 0)
 		return -errno;
 	return 0;
@@ -262,7 +266,7 @@ static int pump_stream(struct pump_io *io, bool *ready_sent)
 static void *pump_thread(void *arg)
 {
 	struct pump *p = arg;
-	struct pump_io io = { .raw = -1, .pipe_r = -1, .pipe_w = -1, .out = -1,
+	struct pump_io io = { .raw = -1, .pipe_r = -1, .pipe_w = -1, .out = -1, .in = -1,
 			      .page_size = p->sh->page_size, .sh = p->sh, .stats = &p->stats };
 	bool ready_sent = false;
 	int r = pump_stream(&io, &ready_sent);

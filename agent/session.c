@@ -14,6 +14,8 @@
 #include "log.h"
 #include "util.h"
 
+#define SESSION_QUIT_DRAIN_MS 3000
+
 static bool session_cpu_online(unsigned cpu)
 {
 	_cleanup_free_ char *s = NULL;
@@ -60,18 +62,35 @@ static void session_latch(int efd)
 		log_debug("eventfd write: %m");
 }
 
-/* Waits until efd has counted want events; SIGTERM/SIGINT meanwhile aborts the pumps. */
-static void session_wait(struct agent *a, int efd, uint64_t want)
+/* Aborts the pumps once: they give up waiting for a port. */
+static void session_abort(struct agent *a, bool *aborted)
+{
+	if (!*aborted)
+		session_latch(a->sh.abort_efd);
+	*aborted = true;
+}
+
+/* Waits until efd has counted want events; SIGTERM/SIGINT meanwhile aborts the pumps, and so
+ * does a wait longer than timeout_ms (-1: none). */
+static void session_wait(struct agent *a, int efd, uint64_t want, int timeout_ms)
 {
 	struct pollfd pfd[2] = { { .fd = efd, .events = POLLIN }, { .fd = a->sig_fd, .events = POLLIN } };
 	uint64_t got = 0, v;
+	bool aborted = false;
 
 	while (got < want) {
-		if (poll(pfd, 2, -1) < 0) {
+		int n = poll(pfd, 2, aborted ? -1 : timeout_ms);
+
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			log_error("poll while waiting for the CPU threads: %m");
 			return;
+		}
+		if (n == 0) {
+			log_warn("CPU threads still blocked on their ports after %d ms (nobody reads them: "
+				 "host gone?): giving up their end markers", timeout_ms);
+			session_abort(a, &aborted);
 		}
 		if (pfd[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
@@ -79,7 +98,7 @@ static void session_wait(struct agent *a, int efd, uint64_t want)
 			if (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
 				log_info("signal %u: aborting the session", si.ssi_signo);
 				a->quit = true;
-				session_latch(a->sh.abort_efd);
+				session_abort(a, &aborted);
 			}
 		}
 		if ((pfd[0].revents & POLLIN) && read(efd, &v, sizeof(v)) == sizeof(v))
@@ -179,7 +198,7 @@ int session_start(struct agent *a, uint64_t id, char **ret_msg)
 		return -ENOMEM;
 	}
 	started = session_launch(a);
-	session_wait(a, a->sh.ready_efd, started);
+	session_wait(a, a->sh.ready_efd, started, -1);
 	a->tracing = true;
 	a->session = id;
 	if (session_check_ready(a, ret_msg) == 0) {
@@ -210,7 +229,8 @@ int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats)
 	session_latch(a->sh.stop_efd);
 	for (unsigned cpu = 0; cpu < a->ncpus; cpu++)
 		started += a->pumps[cpu].thread_started;
-	session_wait(a, a->sh.done_efd, started);
+	/* Exiting (SIGTERM): a host that stopped reading must not keep us forever. */
+	session_wait(a, a->sh.done_efd, started, a->quit ? SESSION_QUIT_DRAIN_MS : -1);
 	stats = calloc(a->ncpus, sizeof(*stats));
 	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
 		pump_join(&a->pumps[cpu]);

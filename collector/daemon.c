@@ -149,6 +149,17 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 
 /* ---- start sequence ---- */
 
+/* Bytes an earlier session left in a FIFO (QEMU's pipe chardev never drops them). */
+static void daemon_drain(struct port *p)
+{
+	char path[PATH_MAX + 8];
+	uint64_t n = port_drain(p);
+
+	if (n)
+		log_info("%s: dropped %llu stale bytes queued before this session", port_path(p, true, path, sizeof(path)),
+			 (unsigned long long)n);
+}
+
 static int daemon_open_data(struct daemon *d)
 {
 	char path[PATH_MAX + 8], name[32];
@@ -165,7 +176,7 @@ static int daemon_open_data(struct daemon *d)
 			return r;
 		}
 		if (d->kind == PORT_FIFO)
-			port_drain(&d->data[i]);
+			daemon_drain(&d->data[i]);
 		r = spool_new(d, i, &d->data[i], d->s.dir, d->s.session_id, d->hello.page_size, &d->spools[i]);
 		if (r == 0)
 			r = spool_arm(d->spools[i], d->base);
@@ -264,14 +275,23 @@ static void daemon_begin_tracing_steps(struct daemon *d)
 	daemon_start_perf(d);
 }
 
+/* The session starts when START goes out: the agent turns tracing on before its OK
+ * arrives, and the merge clamps guest times to [started, stopped] ± the clock bound. */
+static void daemon_send_start(struct daemon *d)
+{
+	d->s.started_realtime_ns = util_now_ns(CLOCK_REALTIME);
+	d->s.started_mono_ns = util_now_ns(CLOCK_MONOTONIC);
+	agentctl_send_start(d->agent, d->s.session_id);
+	d->agent_started = true;
+	daemon_set_phase(d, PH_START, daemon_timeout(d));
+}
+
 static void daemon_start_perf(struct daemon *d)
 {
 	int r;
 
 	if (d->o->no_host || d->o->host_data[0]) {
-		agentctl_send_start(d->agent, d->s.session_id);
-		d->agent_started = true;
-		daemon_set_phase(d, PH_START, daemon_timeout(d));
+		daemon_send_start(d);
 		return;
 	}
 	r = hostperf_start(d->o, d->s.dir, d->s.clock_method, &d->perf);
@@ -298,8 +318,6 @@ static void daemon_error_text(const struct vt_msg *m, char *buf, size_t size)
 
 static void daemon_on_started(struct daemon *d)
 {
-	d->s.started_realtime_ns = util_now_ns(CLOCK_REALTIME);
-	d->s.started_mono_ns = util_now_ns(CLOCK_MONOTONIC);
 	session_set_state(&d->s, "tracing");
 	daemon_set_phase(d, PH_TRACING, 0);
 	d->started_ok = true;
@@ -743,9 +761,7 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 		d->next_hello_ns = now + SEC;
 	} else if (d->ph == PH_PERF && d->perf) {
 		if (hostperf_ready(d->perf, &err)) {
-			agentctl_send_start(d->agent, d->s.session_id);
-			d->agent_started = true;
-			daemon_set_phase(d, PH_START, daemon_timeout(d));
+			daemon_send_start(d);
 		} else if (err) {
 			daemon_fail(d, "host perf record exited with status %d before recording (see %s/host-perf.log)",
 				    hostperf_exit_status(d->perf), d->s.dir);
@@ -927,7 +943,7 @@ static int daemon_ports(struct daemon *d)
 		return r;
 	}
 	if (d->kind == PORT_FIFO)
-		port_drain(&d->ctl);
+		daemon_drain(&d->ctl);
 	return agentctl_new(d, &d->ctl, d->base, &d->agent);
 }
 
