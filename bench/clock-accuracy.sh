@@ -14,10 +14,10 @@ export VT_CACHE=${VT_CACHE:-$top/build/cache}
 export TRACE_COLLECTOR=$top/build/collector/trace-collector VT_SOURCE_ROOT=$top
 export VT_E2E_BOOT=$top/tests/e2e/boot VT_E2E_KERNEL=$top/build/tests/e2e/vmlinux
 export VT_E2E_INITRD=$top/build/tests/e2e/initramfs.cpio
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+out=$(mktemp) log=$(mktemp)
+trap 'rm -f "$out" "$log"' EXIT
 for r in $(seq 1 "$runs"); do
 	python3 "$top/tests/e2e/test-clock-accuracy.py" --seconds "$secs" --interval "$interval" \
-		--result "$out" >/dev/null 2>&1 || { echo "run $r FAILED:"; cat "$out" 2>/dev/null; exit 1; }
+		--result "$out" >"$log" 2>&1 || { echo "run $r FAILED:"; tail -n 40 "$log"; exit 1; }
 	echo "run $r (${secs} s, probe every ${interval} s): $(cat "$out")"
 done

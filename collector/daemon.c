@@ -786,10 +786,9 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
  * for, and a kvm reading. */
 static void daemon_tick_probe(struct daemon *d, uint64_t now)
 {
-	if (!d->probe_pending) {
-		d->holdout_due = d->o->holdout && !strcmp(d->s.clock_method, "ptp");
-		daemon_probe_send(d, false);
-	}
+	/* Sent even when the last probe is unanswered: a lost reply must not end the heartbeat. */
+	d->holdout_due = d->o->holdout && !strcmp(d->s.clock_method, "ptp");
+	daemon_probe_send(d, false);
 	if (d->clk.kvm_on && clocksync_kvm_reading(&d->clk) < 0 && log_due(&d->unexpected))
 		log_warn("kvm: cannot read %s/vcpu*/tsc-offset", d->clk.kvm_dir);
 	d->next_probe_ns = now + daemon_interval(d);

@@ -175,6 +175,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=8)
     ap.add_argument("--interval", type=float, default=0.25)
     ap.add_argument("--result")
+    ap.add_argument("--keep", help="copy the session's clock files here (for analysis)")
     a = ap.parse_args()
     for need in (PERF, os.environ.get("TRACE_COLLECTOR", "")):
         if not os.access(need, os.X_OK):
@@ -186,6 +187,12 @@ def main():
             g.wait("guest up, agent started", lambda: "vt-e2e: waiting for go" in g.console(), 90)
             session, out, bound = record(g, tmp, a.seconds, a.interval)
             check_session_ini(session, bound)
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                for f in ("clock.samples", "clock.holdout", "clock.ini", "session.ini"):
+                    subprocess.run(["cp", f"{session}/{f}", a.keep], check=False)
+                with open(f"{a.keep}/markers.txt", "w") as mf:
+                    subprocess.run([PERF, "script", "-i", out, "--ns", "-F", "time,event,trace"], stdout=mf)
             res = check_markers(session, out)
             res["error_bound_ns"] = bound
             if a.result:
