@@ -145,8 +145,12 @@ int clocksync_kvm_begin(struct clocksync *c, const char *dir, const char *debugf
 		return r;
 	}
 	c->kvm_on = true;
-	if ((r = clocksync_kvm_reading(c)) < 0)
+	if ((r = clocksync_kvm_reading(c)) < 0) {
 		snprintf(why, whylen, "cannot read %s/vcpu*/tsc-offset: %s", c->kvm_dir, strerror(-r));
+		fclose(c->kvm);
+		c->kvm = NULL;
+		c->kvm_on = c->time_conv = false; /* the caller may fall back to ptp */
+	}
 	return r;
 }
 
