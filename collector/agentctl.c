@@ -125,11 +125,13 @@ int agentctl_send_stop(struct agentctl *a)
 	return agentctl_queue(a);
 }
 
-int agentctl_send_probe(struct agentctl *a, uint64_t id, uint64_t host_ns)
+int agentctl_send_probe(struct agentctl *a, uint64_t id, uint64_t host_ns, bool mark)
 {
 	agentctl_begin(a, VT_MSG_PROBE);
 	vt_put_u64(&a->out, VT_A_PROBE_ID, id);
 	vt_put_u64(&a->out, VT_A_HOST_TIME, host_ns);
+	if (mark)
+		vt_put_u32(&a->out, VT_A_MARK, 1);
 	return agentctl_queue(a);
 }
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -17,14 +18,22 @@
 #define START_USAGE                                                                                   \
 	"--name VM [--dir D] [--run-dir R] [-e EVENTS] [--buffer-kb N] [--clock auto|kvm|ptp]\n"      \
 	"       [--host-events LIST | --host-perf-args ARGS | --no-host | --host-data FILE]\n"        \
-	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--heartbeat SEC] [--foreground]\n" \
+	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--foreground]\n"         \
+	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR]\n"                      \
 	"Starts a daemon that drives trace-agent in the guest over the ports in D (default\n"          \
 	COLLECTOR_VM_ROOT "/VM, made by 'trace-collector setup'), spools every CPU's pages into\n"    \
 	"D/sessions/<UTC time>/, records the host with perf record, and prints the session dir once\n" \
 	"tracing has started. Control socket: R/VM.sock (default " COLLECTOR_RUN_DIR ").\n"            \
 	"  -e EVENTS        guest events, e.g. 'sched:*,irq' (default sched,irq,timer)\n"            \
 	"  --max-size SIZE  stop when the spools reach SIZE (e.g. 2G)\n"                              \
-	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"
+	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"            \
+	"  --clock M        kvm: guest x86-tsc + KVM TSC offsets (exact); ptp: guest mono + probes;\n" \
+	"                   auto (default): kvm when KVM debugfs has this QEMU and the guest has x86-tsc\n" \
+	"  --probe-interval SEC  clock probe (and heartbeat) period while tracing, e.g. 0.5 (default 3;\n" \
+	"                   --heartbeat is the same); 32 probes are taken at start and at stop\n"   \
+	"  --holdout-probes also send a marked probe each period: the guest writes 'vt-probe ID'\n"  \
+	"                   into its trace, the host logs send/reply times in clock.holdout (not fitted)\n" \
+	"  --kvm-debugfs DIR  debugfs root for the kvm method (default /sys/kernel/debug)\n"
 
 static int start_run(int argc, char **argv);
 const struct cmd_entry cmd_start = {
@@ -66,6 +75,20 @@ static bool start_events_ok(const char *e)
 	return strspn(e, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:*,") == l;
 }
 
+/* SEC with up to three decimals, 0.05 .. 3600. */
+static int start_interval(const char *arg, unsigned *ret_ms)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= 0.05 && v <= 3600))
+		return -EINVAL;
+	*ret_ms = (unsigned)(v * 1000 + 0.5);
+	return 0;
+}
+
 static int start_parse_one(struct start_opts *o, int c, const char **dir, const char **run)
 {
 	uint64_t v;
@@ -87,7 +110,9 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'b': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->buffer_kb = (uint32_t)v; return 0;
 	case 'q': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->qemu_pid = (pid_t)v; return 0;
 	case 't': if (util_parse_u64(optarg, 3600, &v) < 0 || !v) return -EINVAL; o->timeout_s = (unsigned)v; return 0;
-	case 'B': if (util_parse_u64(optarg, 3600, &v) < 0 || !v) return -EINVAL; o->heartbeat_s = (unsigned)v; return 0;
+	case 'B': return start_interval(optarg, &o->probe_interval_ms);
+	case 'Z': o->holdout = true; return 0;
+	case 'K': o->kvm_debugfs = optarg; return strlen(optarg) < 256 ? 0 : -EINVAL;
 	}
 	return -EINVAL;
 }
@@ -100,13 +125,15 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "host-perf-args", 1, 0, 'P' }, { "no-host", 0, 0, 'N' }, { "host-data", 1, 0, 'D' },
 		{ "qemu-pid", 1, 0, 'q' }, { "output", 1, 0, 'o' }, { "max-size", 1, 0, 'm' },
 		{ "foreground", 0, 0, 'f' }, { "timeout", 1, 0, 't' }, { "heartbeat", 1, 0, 'B' },
+		{ "probe-interval", 1, 0, 'B' }, { "holdout-probes", 0, 0, 'Z' }, { "kvm-debugfs", 1, 0, 'K' },
 		{ "help", 0, 0, 'h' }, {},
 	};
 	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
 	char buf[PATH_MAX];
 	int c, r;
 
-	*o = (struct start_opts){ .events = "sched,irq,timer", .clock = "auto", .timeout_s = 10, .heartbeat_s = 3 };
+	*o = (struct start_opts){ .events = "sched,irq,timer", .clock = "auto", .timeout_s = 10,
+				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug" };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "e:o:h", lopts, NULL)) != -1) {
 		if (c == 'h') {

@@ -52,7 +52,9 @@ struct start_opts {
 	bool no_host;
 	bool foreground;
 	unsigned timeout_s;           /* agent answer timeout */
-	unsigned heartbeat_s;         /* probe period while tracing */
+	unsigned probe_interval_ms;   /* probe (heartbeat) period while tracing */
+	bool holdout;                 /* --holdout-probes: one marked probe per period */
+	const char *kvm_debugfs;      /* debugfs root for the kvm method */
 };
 
 struct daemon;
@@ -83,6 +85,7 @@ struct session_info {
 	pid_t qemu_pid;
 	char guest_clock[32];
 	char clock_method[8];
+	uint64_t clock_samples, clock_error_bound_ns; /* clock.ini's, once written */
 	char events[1024];
 	uint64_t started_realtime_ns, started_mono_ns, stopped_mono_ns;
 	char host_data[PATH_MAX];
@@ -143,7 +146,8 @@ int agentctl_send_config(struct agentctl *a, const char *events, const char *clo
 int agentctl_send_meta_req(struct agentctl *a);
 int agentctl_send_start(struct agentctl *a, uint64_t session_id);
 int agentctl_send_stop(struct agentctl *a);
-int agentctl_send_probe(struct agentctl *a, uint64_t id, uint64_t host_ns);
+/* mark: the agent writes "vt-probe ID" into the guest trace first (hold-out probes). */
+int agentctl_send_probe(struct agentctl *a, uint64_t id, uint64_t host_ns, bool mark);
 int agentctl_parse_hello(const struct vt_msg *m, struct agent_hello *ret);
 /* Stores a META_FILE frame under guest_dir (a dirfd); validates the name; a printable copy
  * of the name goes to ret_name (for messages) in any case. */
@@ -160,7 +164,8 @@ void daemon_agent_gone(struct daemon *d, int err);
 
 /* hostperf.c: host `perf record` over the session window. */
 struct hostperf;
-int hostperf_start(const struct start_opts *o, const char *session_dir, const char *clock_method,
+/* monotonic: record with -k CLOCK_MONOTONIC (ptp; kvm without perf's TIME_CONV). */
+int hostperf_start(const struct start_opts *o, const char *session_dir, bool monotonic,
 		   struct hostperf **ret);
 bool hostperf_ready(struct hostperf *h, int *ret_err);
 int hostperf_stop(struct hostperf *h); /* SIGINT */

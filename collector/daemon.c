@@ -14,12 +14,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "clocksync.h"
 #include "collector.h"
 #include "log.h"
 #include "util.h"
 
 #define TICK_MS 100
-#define PROBES_PER_BURST 8
+#define PROBES_PER_BURST 32 /* at start and at stop: the min-RTT filter needs a few fast ones */
 #define STOP_WAIT_NS ((uint64_t)d->o->timeout_s * SEC) /* bounded wait for end markers */
 #define PERF_WAIT_NS (30ull * 1000000000ull)
 #define SEC 1000000000ull
@@ -50,11 +51,13 @@ struct daemon {
 	struct ctlsock *sock;
 	struct session_info s;
 	struct agent_hello hello;
-	int notify_fd, lock_fd, guest_dirfd, samples_fd;
+	int notify_fd, lock_fd, guest_dirfd;
+	struct clocksync clk;
 	enum phase ph;
 	uint64_t deadline_ns, next_hello_ns, next_probe_ns, next_rate_ns;
-	unsigned probes_left, nsamples;
-	uint64_t probe_id;
+	unsigned probes_left;
+	uint64_t probe_id, host_started_ns;
+	bool probe_mark, holdout_due; /* the pending probe is a hold-out; one is due */
 	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun;
 	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
 	bool data_gone[COLLECTOR_MAX_CPUS];
@@ -82,6 +85,11 @@ static void daemon_set_phase(struct daemon *d, enum phase ph, uint64_t timeout_n
 static uint64_t daemon_timeout(const struct daemon *d)
 {
 	return (uint64_t)d->o->timeout_s * SEC;
+}
+
+static uint64_t daemon_interval(const struct daemon *d)
+{
+	return (uint64_t)d->o->probe_interval_ms * 1000000ull;
 }
 
 static void daemon_finalize(struct daemon *d);
@@ -121,19 +129,18 @@ static bool log_due(uint64_t *counter)
 
 /* ---- clock probes ---- */
 
-static void daemon_probe_send(struct daemon *d)
+static void daemon_probe_send(struct daemon *d, bool mark)
 {
 	uint64_t now = util_now_ns(CLOCK_MONOTONIC);
 
 	d->probe_id++;
-	d->probe_pending = agentctl_send_probe(d->agent, d->probe_id, now) == 0;
+	d->probe_mark = mark;
+	d->probe_pending = agentctl_send_probe(d->agent, d->probe_id, now, mark) == 0;
 }
 
 static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 {
 	uint64_t id, host, guest, now = util_now_ns(CLOCK_MONOTONIC);
-	char line[128];
-	int n;
 
 	if (vt_msg_u64(m, VT_A_PROBE_ID, &id) < 0 || vt_msg_u64(m, VT_A_HOST_TIME, &host) < 0 ||
 	    vt_msg_u64(m, VT_A_GUEST_TIME, &guest) < 0 || id != d->probe_id || host > now) {
@@ -141,10 +148,14 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 		return;
 	}
 	d->probe_pending = false;
-	n = snprintf(line, sizeof(line), "%llu %llu %llu %llu\n", (unsigned long long)id,
-		     (unsigned long long)host, (unsigned long long)guest, (unsigned long long)now);
-	if (d->samples_fd >= 0 && util_write_full(d->samples_fd, line, (size_t)n) == 0)
-		d->nsamples++;
+	/* kvm sessions probe only as a heartbeat: x86-tsc readings are no ptp samples. */
+	if (!strcmp(d->s.clock_method, "ptp"))
+		clocksync_probe(&d->clk, d->probe_mark,
+				&(struct clock_sample){ .id = id, .host_send = host, .guest = guest, .host_recv = now });
+	if (d->ph == PH_TRACING && d->holdout_due) {
+		d->holdout_due = false;
+		daemon_probe_send(d, true);
+	}
 }
 
 /* ---- start sequence ---- */
@@ -203,29 +214,41 @@ static bool clocks_has(const char *clocks, const char *want)
 }
 
 /* kvm debugfs holds this QEMU's vCPU TSC offsets: /sys/kernel/debug/kvm/<pid>-<fd>/vcpu0/tsc-offset. */
-static bool kvm_debugfs_has(pid_t pid)
+static bool kvm_debugfs_has(const char *debugfs, pid_t pid)
 {
-	char pattern[96];
+	char pattern[PATH_MAX];
 	glob_t g;
 	bool found;
 
 	if (pid <= 0)
 		return false;
-	snprintf(pattern, sizeof(pattern), "/sys/kernel/debug/kvm/%d-*/vcpu0/tsc-offset", (int)pid);
+	snprintf(pattern, sizeof(pattern), "%s/kvm/%d-*/vcpu0/tsc-offset", debugfs, (int)pid);
 	found = glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0;
 	globfree(&g);
 	return found;
 }
 
-/* --clock auto: kvm only when kvm debugfs has this VM and the guest offers x86-tsc. */
-static void daemon_choose_clock(struct daemon *d)
+/* --clock auto: kvm only when kvm debugfs has this VM and the guest offers x86-tsc. An
+ * explicit --clock kvm that cannot work fails the start; auto falls back to ptp. */
+static int daemon_choose_clock(struct daemon *d)
 {
 	const char *want = d->o->clock;
+	bool autom = !strcmp(want, "auto");
+	char why[PATH_MAX + 128];
 
-	if (!strcmp(want, "auto"))
-		want = kvm_debugfs_has(d->s.qemu_pid) && clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
+	if (autom)
+		want = kvm_debugfs_has(d->o->kvm_debugfs, d->s.qemu_pid) && clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
+	if (!strcmp(want, "kvm") && clocksync_kvm_begin(&d->clk, d->s.dir, d->o->kvm_debugfs, d->s.qemu_pid, why, sizeof(why)) < 0) {
+		if (!autom) {
+			daemon_fail(d, "--clock kvm: %s", why);
+			return -ENOENT;
+		}
+		log_warn("kvm clock method unusable (%s): using ptp", why);
+		want = "ptp";
+	}
 	snprintf(d->s.clock_method, sizeof(d->s.clock_method), "%s", want);
 	snprintf(d->s.guest_clock, sizeof(d->s.guest_clock), "%s", !strcmp(want, "kvm") ? "x86-tsc" : "mono");
+	return 0;
 }
 
 static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
@@ -243,7 +266,8 @@ static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
 	snprintf(d->s.guest_arch, sizeof(d->s.guest_arch), "%s", d->hello.arch);
 	if (!d->s.qemu_pid)
 		d->s.qemu_pid = port_peer_pid(&d->ctl);
-	daemon_choose_clock(d);
+	if (daemon_choose_clock(d) < 0)
+		return;
 	log_info("agent %s: guest %s %s, %u CPUs, page size %u, clock method %s",
 		 d->hello.agent_version, d->hello.release, d->hello.arch, d->hello.ncpus,
 		 d->hello.page_size, d->s.clock_method);
@@ -269,7 +293,7 @@ static void daemon_begin_tracing_steps(struct daemon *d)
 	if (!strcmp(d->s.clock_method, "ptp")) {
 		d->probes_left = PROBES_PER_BURST;
 		daemon_set_phase(d, PH_PROBES0, daemon_timeout(d));
-		daemon_probe_send(d);
+		daemon_probe_send(d, false);
 		return;
 	}
 	daemon_start_perf(d);
@@ -281,6 +305,7 @@ static void daemon_send_start(struct daemon *d)
 {
 	d->s.started_realtime_ns = util_now_ns(CLOCK_REALTIME);
 	d->s.started_mono_ns = util_now_ns(CLOCK_MONOTONIC);
+	d->host_started_ns = clocksync_host_now(&d->clk);
 	agentctl_send_start(d->agent, d->s.session_id);
 	d->agent_started = true;
 	daemon_set_phase(d, PH_START, daemon_timeout(d));
@@ -288,13 +313,15 @@ static void daemon_send_start(struct daemon *d)
 
 static void daemon_start_perf(struct daemon *d)
 {
+	bool monotonic;
 	int r;
 
 	if (d->o->no_host || d->o->host_data[0]) {
 		daemon_send_start(d);
 		return;
 	}
-	r = hostperf_start(d->o, d->s.dir, d->s.clock_method, &d->perf);
+	monotonic = !strcmp(d->s.clock_method, "ptp") || (!strcmp(d->s.clock_method, "kvm") && clocksync_kvm_monotonic(&d->clk));
+	r = hostperf_start(d->o, d->s.dir, monotonic, &d->perf);
 	if (r < 0) {
 		daemon_fail(d, "cannot start host perf record: %s (use --no-host to trace the guest only)", strerror(-r));
 		return;
@@ -321,7 +348,7 @@ static void daemon_on_started(struct daemon *d)
 	session_set_state(&d->s, "tracing");
 	daemon_set_phase(d, PH_TRACING, 0);
 	d->started_ok = true;
-	d->next_probe_ns = util_now_ns(CLOCK_MONOTONIC) + (uint64_t)d->o->heartbeat_s * SEC;
+	d->next_probe_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_interval(d);
 	log_info("tracing: session %llu in %s", (unsigned long long)d->s.session_id, d->s.dir);
 	daemon_notify(d, "ok\n");
 	if (d->o->foreground)
@@ -428,7 +455,7 @@ void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
 		if (d->probes_left > 0)
 			d->probes_left--;
 		if (d->probes_left > 0)
-			daemon_probe_send(d);
+			daemon_probe_send(d, false);
 		else if (d->ph == PH_PROBES0)
 			daemon_start_perf(d);
 		else {
@@ -531,7 +558,7 @@ static void daemon_stop_begin(struct daemon *d, const char *reason)
 	if (!strcmp(d->s.clock_method, "ptp")) {
 		d->probes_left = PROBES_PER_BURST;
 		daemon_set_phase(d, PH_PROBES1, daemon_timeout(d));
-		daemon_probe_send(d);
+		daemon_probe_send(d, false);
 		return;
 	}
 	agentctl_send_stop(d->agent);
@@ -590,11 +617,12 @@ static void daemon_summary(struct daemon *d, FILE *f)
 {
 	uint64_t overrun = 0, dropped = 0, transport = 0, missed = 0, pages = 0, unknown = 0;
 	struct spool_stats st;
-	char buf[256];
+	char buf[512];
 
-	fprintf(f, "session: %s\nstopped: %s\nelapsed: %.1f s\nclock: %s, %u probe samples in clock.samples\n",
-		d->s.dir, d->s.stop_reason,
-		(double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9, d->s.clock_method, d->nsamples);
+	clocksync_describe(&d->clk, d->s.clock_method, buf, sizeof(buf));
+	fprintf(f, "session: %s\nstopped: %s\nelapsed: %.1f s\nclock: %s%s\n",
+		d->s.dir, d->s.stop_reason, (double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9, buf,
+		d->clk.written ? " (clock.ini)" : d->clk.fitted || !strcmp(d->s.clock_method, "kvm") ? " (clock.ini NOT written)" : "");
 	for (unsigned i = 0; i < d->s.ncpus; i++) {
 		const struct vt_cpu_stats *g;
 
@@ -632,6 +660,23 @@ static void daemon_summary(struct daemon *d, FILE *f)
 		fprintf(f, "host perf: %s\n", d->o->host_data[0] ? d->o->host_data : "none (--no-host)");
 }
 
+/* The fit (ptp) or the last readings (kvm), clock.ini, and its numbers into session.ini. */
+static void daemon_clock_finish(struct daemon *d)
+{
+	int r;
+
+	if (d->clk.written)
+		return; /* summarized again after an earlier finalize */
+	r = clocksync_finish(&d->clk, d->s.dir, d->s.clock_method, d->host_started_ns, clocksync_host_now(&d->clk));
+	if (r < 0) {
+		log_warn("clock: cannot write %s/clock.ini (%s, %s): the merge will fit clock.samples itself or stay unaligned",
+			 d->s.dir, d->s.clock_method, strerror(-r));
+		return;
+	}
+	d->s.clock_samples = !strcmp(d->s.clock_method, "kvm") ? d->clk.nkvm : d->clk.nsamples;
+	d->s.clock_error_bound_ns = d->clk.error_bound;
+}
+
 static void daemon_finalize(struct daemon *d)
 {
 	_cleanup_free_ char *text = NULL;
@@ -643,6 +688,7 @@ static void daemon_finalize(struct daemon *d)
 	daemon_set_phase(d, PH_STOPPED, 0);
 	daemon_discard_all(d); /* keep reading the ports, write nothing more */
 	daemon_write_agent_stats(d);
+	daemon_clock_finish(d);
 	session_set_state(&d->s, "stopped");
 	f = open_memstream(&text, &len);
 	if (f) {
@@ -679,7 +725,7 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 	uint64_t now = util_now_ns(CLOCK_MONOTONIC), total = 0;
 	size_t len = 0;
 	struct spool_stats st;
-	char perf[256];
+	char perf[256], clock[512];
 	FILE *f = fmemopen(buf, size, "w");
 
 	if (!f) {
@@ -688,9 +734,11 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 	}
 	fprintf(f, "session: %s\nstate: %s%s%s\n", d->s.dir, phase_names[d->ph],
 		d->s.stop_reason[0] ? " — " : "", d->s.stop_reason);
-	fprintf(f, "elapsed: %.1f s\nclock: %s (%u probe samples)\n",
-		(double)((d->ph == PH_STOPPED ? d->s.stopped_mono_ns : now) - d->s.started_mono_ns) / 1e9,
-		d->s.clock_method, d->nsamples);
+	if (!strcmp(d->s.clock_method, "ptp") && !d->clk.written)
+		clocksync_fit(&d->clk); /* the fit so far */
+	clocksync_describe(&d->clk, d->s.clock_method, clock, sizeof(clock));
+	fprintf(f, "elapsed: %.1f s\nclock: %s\n",
+		(double)((d->ph == PH_STOPPED ? d->s.stopped_mono_ns : now) - d->s.started_mono_ns) / 1e9, clock);
 	fprintf(f, "%-6s %10s %12s %8s %12s %13s %10s\n", "cpu", "pages", "bytes", "MB/s", "ring-missed",
 		"missed-events", "transport");
 	for (unsigned i = 0; i < d->s.ncpus; i++) {
@@ -752,6 +800,18 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 	}
 }
 
+/* Each period: a heartbeat probe (a ptp sample), a hold-out probe after its reply when asked
+ * for, and a kvm reading. */
+static void daemon_tick_probe(struct daemon *d, uint64_t now)
+{
+	/* Sent even when the last probe is unanswered: a lost reply must not end the heartbeat. */
+	d->holdout_due = d->o->holdout && !strcmp(d->s.clock_method, "ptp");
+	daemon_probe_send(d, false);
+	if (d->clk.kvm_on && clocksync_kvm_reading(&d->clk) < 0 && log_due(&d->unexpected))
+		log_warn("kvm: cannot read %s/vcpu*/tsc-offset", d->clk.kvm_dir);
+	d->next_probe_ns = now + daemon_interval(d);
+}
+
 static void daemon_tick_phase(struct daemon *d, uint64_t now)
 {
 	int err;
@@ -771,12 +831,10 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 
 		if (d->agent_gone)
 			daemon_stop_begin(d, "QEMU gone (agent-ctl-path closed)");
-		else if (silent > (uint64_t)MAX(3 * d->o->heartbeat_s, d->o->timeout_s) * SEC)
+		else if (silent > MAX(3 * daemon_interval(d), daemon_timeout(d)))
 			daemon_stop_begin(d, "agent silent (no answer to heartbeat probes)");
-		else if (now >= d->next_probe_ns) {
-			daemon_probe_send(d);
-			d->next_probe_ns = now + (uint64_t)d->o->heartbeat_s * SEC;
-		}
+		else if (now >= d->next_probe_ns)
+			daemon_tick_probe(d, now);
 	} else if (d->ph == PH_STOP && ((d->stopped_msg && daemon_all_ended(d)) || d->agent_gone)) {
 		daemon_perf_stop(d);
 	} else if (d->ph == PH_PERF_STOP && hostperf_reap(d->perf)) {
@@ -886,9 +944,8 @@ static int daemon_session(struct daemon *d)
 		r = -errno;
 	if (r == 0 && (d->guest_dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = -errno;
-	snprintf(path, sizeof(path), "%s/clock.samples", d->s.dir);
-	if (r == 0 && (d->samples_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) < 0)
-		r = -errno;
+	if (r == 0)
+		r = clocksync_open(&d->clk, d->s.dir);
 	if (r < 0)
 		log_error("cannot write the session dir %s: %s", d->s.dir, strerror(-r));
 	return r;
@@ -964,8 +1021,7 @@ static void daemon_free(struct daemon *d)
 	ctlsock_free(d->sock);
 	if (d->guest_dirfd >= 0)
 		close(d->guest_dirfd);
-	if (d->samples_fd >= 0)
-		close(d->samples_fd);
+	clocksync_close(&d->clk);
 	if (d->base)
 		event_base_free(d->base);
 	free(d);
@@ -1012,7 +1068,7 @@ int daemon_run(const struct start_opts *o, int lock_fd, int notify_fd)
 	d->o = o;
 	d->lock_fd = lock_fd;
 	d->notify_fd = notify_fd;
-	d->guest_dirfd = d->samples_fd = -1;
+	d->guest_dirfd = d->clk.samples_fd = d->clk.holdout_fd = -1;
 	for (unsigned i = 0; i < COLLECTOR_MAX_CPUS; i++)
 		d->data[i].rfd = d->data[i].wfd = -1;
 	d->ctl.rfd = d->ctl.wfd = -1;

@@ -46,7 +46,7 @@ static int hostperf_tracefs(void)
 }
 
 /* argv for perf: record -a -o DATA [-k CLOCK_MONOTONIC] (-e EVENTS | user args). */
-static int hostperf_argv(const struct start_opts *o, const char *clock_method, char *data,
+static int hostperf_argv(const struct start_opts *o, bool monotonic, char *data,
 			 char *events, char *userargs, char **argv)
 {
 	int n = 0;
@@ -56,7 +56,7 @@ static int hostperf_argv(const struct start_opts *o, const char *clock_method, c
 	argv[n++] = (char *)"-q";
 	argv[n++] = (char *)"-o";
 	argv[n++] = data;
-	if (!strcmp(clock_method, "ptp")) {
+	if (monotonic) {
 		argv[n++] = (char *)"-k";
 		argv[n++] = (char *)"CLOCK_MONOTONIC";
 	}
@@ -97,7 +97,7 @@ static void hostperf_child(const char *session_dir, char **argv)
 	_exit(127);
 }
 
-int hostperf_start(const struct start_opts *o, const char *session_dir, const char *clock_method,
+int hostperf_start(const struct start_opts *o, const char *session_dir, bool monotonic,
 		   struct hostperf **ret)
 {
 	_cleanup_free_ char *userargs = o->host_perf_args ? strdup(o->host_perf_args) : NULL;
@@ -118,7 +118,7 @@ int hostperf_start(const struct start_opts *o, const char *session_dir, const ch
 		snprintf(events, sizeof(events), "%s", o->host_events);
 	else
 		hostperf_default_events(events, sizeof(events));
-	r = hostperf_argv(o, clock_method, h->data, events, userargs, argv);
+	r = hostperf_argv(o, monotonic, h->data, events, userargs, argv);
 	if (r == 0 && (h->pid = fork()) < 0)
 		r = -errno;
 	if (r < 0) {

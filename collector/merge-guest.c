@@ -393,7 +393,7 @@ static int event_check(struct merge_guest *g, const struct ftrace_event *ev)
 
 static uint64_t guest_time(struct merge_guest *g, struct guest_cpu *c, uint64_t raw)
 {
-	uint64_t t = merge_meta_time(g, raw);
+	uint64_t t = merge_meta_time(g, c->cpu, raw);
 
 	if (t == 0)
 		t = 1;
@@ -531,5 +531,8 @@ void merge_guest_free(struct merge_guest *g)
 	free(g->header_page);
 	free(g->header_event);
 	clock_apply_free(&g->clock);
+	clock_kvm_free(g->kvm);
+	free(g->kvm);
+	g->kvm = NULL;
 	memset(g, 0, sizeof(*g));
 }

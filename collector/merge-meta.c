@@ -201,6 +201,38 @@ static void clock_recover(struct merge_guest *g, int dfd, bool have_ini)
 		snprintf(g->clock_why, sizeof(g->clock_why), "fitted clock.samples, clock.ini written");
 }
 
+#define KVM_SAMPLES_MAX (64u << 20)
+
+/* Method kvm: the host conversion from clock.ini, the per-vCPU readings from kvm.samples. */
+static void clock_kvm_load(struct merge_guest *g, int dfd, const char *ini, size_t ini_len)
+{
+	_cleanup_free_ char *text = NULL;
+	struct clock_kvm *k = calloc(1, sizeof(*k));
+	size_t len, line = 0;
+	int r;
+
+	if (!k)
+		return;
+	if (clock_kvm_parse_conv(ini, ini_len, k) < 0) {
+		snprintf(g->clock_why, sizeof(g->clock_why), "clock.ini (kvm) has no usable host_conv values");
+	} else if ((r = util_read_file_at(dfd, "kvm.samples", KVM_SAMPLES_MAX, &text, &len)) < 0) {
+		snprintf(g->clock_why, sizeof(g->clock_why), "clock.ini says kvm but kvm.samples is unreadable (%s)", strerror(-r));
+	} else if ((r = clock_kvm_parse_samples(k, text, len, &line)) < 0) {
+		snprintf(g->clock_why, sizeof(g->clock_why), r == -ENOENT ? "kvm.samples has no reading" :
+			 "kvm.samples line %zu is malformed (%s)", line, strerror(-r));
+	} else {
+		g->kvm = k;
+		g->clock_aligned = true;
+		if (k->host_started_ns)
+			g->started_ns = k->host_started_ns;
+		if (k->host_stopped_ns)
+			g->stopped_ns = k->host_stopped_ns;
+		return;
+	}
+	clock_kvm_free(k);
+	free(k);
+}
+
 /* The window guest times must fall in: [started - bound, stopped + bound] (host monotonic). */
 static void clock_window(struct merge_guest *g)
 {
@@ -223,6 +255,8 @@ void merge_meta_clock(struct merge_guest *g, int dfd)
 
 	if (!have_ini || clock_apply_parse(text, len, &g->clock) < 0)
 		clock_recover(g, dfd, have_ini);
+	else if (!strcmp(g->clock.method, "kvm"))
+		clock_kvm_load(g, dfd, text, len);
 	else if (g->clock.n == 0)
 		snprintf(g->clock_why, sizeof(g->clock_why), "clock.ini has no segments (method %s)", g->clock.method);
 	else
@@ -230,9 +264,9 @@ void merge_meta_clock(struct merge_guest *g, int dfd)
 	clock_window(g);
 }
 
-uint64_t merge_meta_time(struct merge_guest *g, uint64_t raw)
+uint64_t merge_meta_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw)
 {
-	uint64_t t = clock_apply(&g->clock, raw);
+	uint64_t t = g->kvm ? clock_kvm_apply(g->kvm, vcpu, raw) : clock_apply(&g->clock, raw);
 
 	if (t < g->window_lo || t > g->window_hi) {
 		g->loss.outside_window++;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "clock_apply.h"
+#include "clock_kvm.h"
 #include "elf_notes.h"
 #include "ftrace_page.h"
 #include "perf_file.h"
@@ -95,6 +96,7 @@ struct merge_guest {
 	size_t n_tasks;
 	struct guest_task *tasks;
 	struct clock_map clock;
+	struct clock_kvm *kvm;     /* method kvm: per-vCPU TSC map (clock.ini + kvm.samples) */
 	bool clock_aligned;
 	bool clock_recovered;      /* fitted here from clock.samples; clock.ini written */
 	char clock_why[160];       /* why unaligned, or what the recovery did */
@@ -130,7 +132,7 @@ int32_t merge_meta_tgid(const struct merge_guest *g, int32_t pid);
 void merge_meta_notes(struct merge_guest *g, int dfd);
 void merge_meta_clock(struct merge_guest *g, int dfd);
 /* Guest raw time → host time, clamped into the session window (counted in loss). */
-uint64_t merge_meta_time(struct merge_guest *g, uint64_t raw);
+uint64_t merge_meta_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw);
 
 /* vCPU → host CPU, from the host recording: QEMU's "CPU n/KVM" threads (COMM records of
  * qemu_pid) and host sched:sched_switch samples of them. Bounded: per-vCPU state only. */

@@ -107,6 +107,8 @@ int session_write(const struct session_info *s)
 	ini_u64(f, "qemu_pid", (uint64_t)s->qemu_pid);
 	ini_str(f, "guest_clock", s->guest_clock);
 	ini_str(f, "clock_method", s->clock_method);
+	ini_u64(f, "clock_samples", s->clock_samples);
+	ini_u64(f, "clock_error_bound_ns", s->clock_error_bound_ns);
 	ini_str(f, "events", s->events);
 	ini_u64(f, "started_realtime_ns", s->started_realtime_ns);
 	ini_u64(f, "started_mono_ns", s->started_mono_ns);

@@ -20,6 +20,8 @@
 #define RTT_KEEP_FACTOR 3      /* keep probes with rtt <= 3 x the shortest (+ slack) */
 #define RTT_SLACK_NS 20000     /* 20 us: scheduling noise on a loaded host */
 #define STEP_MIN_NS 200000     /* a residual jump under 200 us is noise, not a step */
+#define SLOPE_MIN_SPAN_NS 1000000000ull /* a slope from a shorter span is noise: use 1 */
+#define DRIFT_MAX 50e-6        /* clocks may drift apart this much across a gap without a step */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -49,7 +51,9 @@ static void fit_line(const struct clock_sample *s, size_t n, struct clock_segmen
 
 		sx += x, sy += y, sxx += x * x, sxy += x * y;
 	}
-	if (n >= 2 && n * sxx - sx * sx > 0) {
+	/* A burst of probes a few ms long says nothing about drift: its slope would be wrong by
+	 * (round-trip jitter / span), thousands of ppm, and extrapolated across the session. */
+	if (n >= 2 && s[n - 1].guest - s[0].guest >= SLOPE_MIN_SPAN_NS && n * sxx - sx * sx > 0) {
 		slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
 		/* A real clock drifts by ppm, not percent: clamp nonsense from degenerate spans. */
 		if (slope < 0.999 || slope > 1.001)
@@ -77,7 +81,14 @@ static double resid(const struct clock_segment *seg, const struct clock_sample *
 }
 
 /* Length of the segment starting at s[0]: grows while the next sample agrees with the line
- * through the previous ones; two disagreeing the same way in a row mark a step. */
+ * through the previous ones (within tol, plus DRIFT_MAX of the gap since the last agreeing
+ * sample: after a long gap, e.g. start and stop bursts with slow probes between, the line
+ * cannot know the drift yet); two disagreeing the same way in a row mark a step. */
+static double gap_tol(const struct clock_sample *s, size_t len, size_t i, double tol)
+{
+	return tol + DRIFT_MAX * ((double)s[i].guest - (double)s[len - 1].guest);
+}
+
 static size_t segment_len(const struct clock_sample *s, size_t n, double tol)
 {
 	struct clock_segment seg;
@@ -88,9 +99,9 @@ static size_t segment_len(const struct clock_sample *s, size_t n, double tol)
 
 		fit_line(s, len, &seg);
 		r1 = resid(&seg, &s[len]);
-		if (fabs(r1) > tol && len + 1 < n) {
+		if (fabs(r1) > gap_tol(s, len, len, tol) && len + 1 < n) {
 			r2 = resid(&seg, &s[len + 1]);
-			if (fabs(r2) > tol && (r1 > 0) == (r2 > 0))
+			if (fabs(r2) > gap_tol(s, len, len + 1, tol) && (r1 > 0) == (r2 > 0))
 				break;
 		}
 		len++;

@@ -83,7 +83,7 @@ int tsc_conv_from_kernel(struct tsc_conv *ret)
 	return 0;
 }
 
-static uint64_t rdtsc_now(void)
+uint64_t tsc_rdtsc(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	uint32_t lo, hi;
@@ -105,10 +105,10 @@ int tsc_fit_measure(int clockid, unsigned n, unsigned spacing_us, struct tsc_fit
 		return -EINVAL;
 	for (unsigned i = 0; i < n; i++) {
 		struct timespec ts;
-		uint64_t a = rdtsc_now(), b;
+		uint64_t a = tsc_rdtsc(), b;
 
 		clock_gettime(clockid, &ts);
-		b = rdtsc_now();
+		b = tsc_rdtsc();
 		c[i] = a + (b - a) / 2;
 		t[i] = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 		if (spacing_us)

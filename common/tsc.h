@@ -40,6 +40,8 @@ struct tsc_fit {
 	uint64_t max_error_ns; /* worst residual of the pairs it was fitted to */
 };
 
+/* This CPU's TSC (0 where there is none). */
+uint64_t tsc_rdtsc(void);
 /* Samples rdtsc against clock_gettime(clockid) n times, spaced by spacing_us. */
 int tsc_fit_measure(int clockid, unsigned n, unsigned spacing_us, struct tsc_fit *ret);
 uint64_t tsc_fit_apply(const struct tsc_fit *f, uint64_t tsc);

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The daemon's clock work: probe logs, the ptp fit, kvm readings; clock.ini at stop. */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "clock_kvm.h"
+#include "clockfit.h"
+#include "kvmclock.h"
+#include "tsc.h"
+
+struct clocksync {
+	int samples_fd, holdout_fd;
+	struct clock_sample *samples;
+	size_t cap;
+	unsigned nsamples, nholdout;
+	struct clock_fit fit;
+	bool fitted, written;
+	uint64_t error_bound;
+	/* kvm */
+	bool kvm_on, time_conv;
+	char kvm_dir[512];
+	FILE *kvm;          /* kvm.samples */
+	struct tsc_conv tc;
+	struct tsc_fit fit0; /* measured at start */
+	unsigned nkvm, kvm_vcpus;
+};
+
+/* Opens DIR/clock.samples and DIR/clock.holdout (append). */
+int clocksync_open(struct clocksync *c, const char *dir);
+void clocksync_close(struct clocksync *c);
+/* A probe's answer: hold-out probes (MARK=1) go to clock.holdout only, never into the fit. */
+void clocksync_probe(struct clocksync *c, bool holdout, const struct clock_sample *s);
+/* Fits the samples so far (status, stop). */
+int clocksync_fit(struct clocksync *c);
+/* kvm: finds QEMU's debugfs dir, picks the host conversion, first reading; *why on failure. */
+int clocksync_kvm_begin(struct clocksync *c, const char *dir, const char *debugfs, pid_t qemu_pid,
+			char *why, size_t whylen);
+int clocksync_kvm_reading(struct clocksync *c);
+/* True when host perf must record with -k CLOCK_MONOTONIC (ptp, or kvm without TIME_CONV). */
+bool clocksync_kvm_monotonic(const struct clocksync *c);
+/* Now in the host perf clock. */
+uint64_t clocksync_host_now(const struct clocksync *c);
+/* Final reading/fit; writes DIR/clock.ini for ptp and kvm. */
+int clocksync_finish(struct clocksync *c, const char *dir, const char *method, uint64_t host_started_ns,
+		     uint64_t host_stopped_ns);
+/* One line: method, samples, error bound (summary, status). */
+void clocksync_describe(const struct clocksync *c, const char *method, char *buf, size_t size);

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""e2e: accuracy of the ptp clock method in the real test guest, checked with hold-out probes.
+
+trace-collector start --clock ptp --holdout-probes: besides the fitted probes, each period the
+daemon sends one marked probe; the agent writes 'vt-probe ID' into the guest trace, and the
+host logs when it sent the probe and when the reply came (clock.holdout, never fitted). After
+stop (which merges, host perf record -k CLOCK_MONOTONIC included) every marker's converted
+timestamp in the merged perf.data, read by perf script, must lie between its two host times.
+Prints the violations (must be 0), the median and worst distance to the interval's midpoint,
+and the control port's round-trip times.
+  usage: test-clock-accuracy.py [--seconds N] [--interval SEC] [--result FILE]"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PERF = "/usr/bin/perf"
+MARK_RE = re.compile(r"^\s*(\d+)\.(\d{9}):\s+guest_ftrace:print:.*vt-probe (\d+)")
+
+
+def fail(msg):
+    raise AssertionError(msg)
+
+
+def ok(msg):
+    print(f"ok   {msg}", flush=True)
+
+
+def read_probes(path):
+    """{id: (send, guest, recv)} from clock.samples / clock.holdout lines."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            i, s, g, r = (int(x) for x in line.split())
+            out[i] = (s, g, r)
+    return out
+
+
+def pct(values, p):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(p / 100 * len(v)))]
+
+
+class Guest:
+    def __init__(self, tmp):
+        self.tmp, self.dir, self.log = tmp, f"{tmp}/vm", f"{tmp}/console.log"
+        self.console_in = f"{tmp}/console.in"
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest-clock.sh")
+        self.boot = subprocess.Popen([os.environ["VT_E2E_BOOT"], "--dir", self.dir, "--log", self.log,
+                                      "--script", script, "--console-in", self.console_in,
+                                      "--timeout", "600"])
+
+    def console(self):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait(self, what, pred, secs):
+        deadline = time.monotonic() + secs
+        while time.monotonic() < deadline:
+            if pred():
+                ok(what)
+                return
+            if self.boot.poll() is not None:
+                break
+            time.sleep(0.05)
+        fail(f"timed out waiting for: {what}")
+
+    def say(self, text):
+        fd = os.open(self.console_in, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, text.encode())
+        os.close(fd)
+
+
+def collector(*args, **kw):
+    return subprocess.run([os.environ["TRACE_COLLECTOR"], *args], capture_output=True, text=True, **kw)
+
+
+def record(g, tmp, seconds, interval):
+    run_dir, out = f"{tmp}/run", f"{tmp}/merged.data"
+    os.makedirs(run_dir)
+    r = collector("start", "--name", "vt-e2e", "--dir", g.dir, "--run-dir", run_dir, "--clock", "ptp",
+                  "--probe-interval", str(interval), "--holdout-probes", "-e", "sched:sched_switch",
+                  "--host-events", "sched:sched_switch", "-o", out, timeout=120)
+    if r.returncode != 0:
+        fail(f"trace-collector start failed ({r.returncode}): {r.stderr}")
+    session = r.stdout.strip().splitlines()[-1]
+    ok(f"session started: {session}")
+    g.say("go\n")
+    time.sleep(seconds)
+    st = collector("status", "--name", "vt-e2e", "--run-dir", run_dir, timeout=30)
+    if not re.search(r"^clock: ptp, \d+ probe samples", st.stdout, re.M):
+        fail(f"status does not state the clock fit:\n{st.stdout}{st.stderr}")
+    ok("status states method, samples, error bound: " + re.search(r"^clock: .*$", st.stdout, re.M).group(0))
+    r = collector("stop", "--name", "vt-e2e", "--run-dir", run_dir, timeout=180)
+    g.say("end\n")
+    if r.returncode != 0:
+        fail(f"trace-collector stop failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    m = re.search(r"^clock: ptp, (\d+) probe samples \((\d+) used\), error bound (\d+) ns.*\(clock\.ini\)$",
+                  r.stdout, re.M)
+    if not m:
+        fail(f"stop's summary does not state the fit:\n{r.stdout}")
+    ok("stop's summary: " + m.group(0))
+    if not re.search(r"clock: +aligned \(ptp, \d+ segments, \d+ samples, error bound \d+ ns\)$", r.stdout, re.M):
+        fail(f"the merge did not apply clock.ini:\n{r.stdout}")
+    ok("the merge applied clock.ini (aligned, not recovered)")
+    return session, out, int(m.group(3))
+
+
+def check_session_ini(session, bound):
+    ini = dict(l.split("=", 1) for l in open(f"{session}/session.ini").read().splitlines() if "=" in l)
+    if ini.get("clock_method") != "ptp" or int(ini.get("clock_samples", 0)) < 64 \
+       or int(ini.get("clock_error_bound_ns", -1)) != bound:
+        fail(f"session.ini clock keys: {ini.get('clock_method')} {ini.get('clock_samples')} {ini.get('clock_error_bound_ns')}")
+    ok(f"session.ini: clock_method=ptp clock_samples={ini['clock_samples']} clock_error_bound_ns={bound}")
+
+
+def check_markers(session, out):
+    holdout = read_probes(f"{session}/clock.holdout")
+    fitted = read_probes(f"{session}/clock.samples")
+    if set(holdout) & set(fitted):
+        fail("hold-out probe ids also in clock.samples")
+    if len(holdout) < 5:
+        fail(f"only {len(holdout)} hold-out probes in clock.holdout")
+    ok(f"{len(holdout)} hold-out probes in clock.holdout, none among the {len(fitted)} fitted")
+    ps = subprocess.run([PERF, "script", "-i", out, "--ns", "-F", "time,event,trace"],
+                        capture_output=True, text=True)
+    if ps.returncode != 0:
+        fail(f"perf script failed: {ps.stderr}")
+    marks = {}
+    for line in ps.stdout.splitlines():
+        m = MARK_RE.match(line)
+        if m:
+            marks[int(m.group(3))] = int(m.group(1)) * 10**9 + int(m.group(2))
+    missing = sorted(set(holdout) - set(marks))
+    if missing or not marks:
+        fail(f"{len(marks)} markers in the merged file; hold-out probes without one: {missing[:10]}")
+    ok(f"all {len(marks)} hold-out markers found in the merged perf.data")
+    viol, dist = [], []
+    for k, t in sorted(marks.items()):
+        s, _, r = holdout[k]
+        if not s <= t <= r:
+            viol.append((k, t - s, r - t))
+        dist.append(abs(t - (s + r) / 2))
+    rtts = [r - s for s, _, r in list(fitted.values()) + list(holdout.values())]
+    # Markers whose probe came back fast bracket the true time tightly: their distance to the
+    # midpoint shows the fit's error rather than the probe's own latency.
+    fast = statistics.median(r - s for s, _, r in fitted.values()) * 2
+    tight = [abs(t - (holdout[k][0] + holdout[k][2]) / 2) for k, t in marks.items()
+             if holdout[k][2] - holdout[k][0] <= fast]
+    res = {
+        "markers": len(marks), "violations": len(viol),
+        "median_mid_ns": int(statistics.median(dist)), "worst_mid_ns": int(max(dist)),
+        "rtt_min_ns": min(rtts), "rtt_median_ns": int(statistics.median(rtts)), "rtt_p99_ns": pct(rtts, 99),
+        "probes": len(rtts), "holdout_rtt_median_ns": int(statistics.median(r - s for s, _, r in holdout.values())),
+        "tight_markers": len(tight), "tight_median_mid_ns": int(statistics.median(tight)) if tight else -1,
+        "tight_worst_mid_ns": int(max(tight)) if tight else -1,
+    }
+    print("RESULT " + " ".join(f"{k}={v}" for k, v in res.items()), flush=True)
+    if viol:
+        fail(f"{len(viol)} markers outside [host send, host reply] (id, after send, before reply): {viol[:5]}")
+    ok("every marker lies between its probe's host send and reply times")
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--interval", type=float, default=0.25)
+    ap.add_argument("--result")
+    ap.add_argument("--keep", help="copy the session's clock files here (for analysis)")
+    a = ap.parse_args()
+    for need in (PERF, os.environ.get("TRACE_COLLECTOR", "")):
+        if not os.access(need, os.X_OK):
+            print(f"FAIL {need or 'TRACE_COLLECTOR'} missing", file=sys.stderr)
+            return 1
+    with tempfile.TemporaryDirectory(prefix="vt-e2e-clock.") as tmp:
+        g = Guest(tmp)
+        try:
+            g.wait("guest up, agent started", lambda: "vt-e2e: waiting for go" in g.console(), 90)
+            session, out, bound = record(g, tmp, a.seconds, a.interval)
+            check_session_ini(session, bound)
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                for f in ("clock.samples", "clock.holdout", "clock.ini", "session.ini"):
+                    subprocess.run(["cp", f"{session}/{f}", a.keep], check=False)
+                with open(f"{a.keep}/markers.txt", "w") as mf:
+                    subprocess.run([PERF, "script", "-i", out, "--ns", "-F", "time,event,trace"], stdout=mf)
+            res = check_markers(session, out)
+            res["error_bound_ns"] = bound
+            if a.result:
+                with open(a.result, "w") as f:
+                    f.write(" ".join(f"{k}={v}" for k, v in res.items()) + "\n")
+        except AssertionError as e:
+            print(f"FAIL {e}", file=sys.stderr)
+            print("--- console log (tail)\n" + g.console()[-3000:], file=sys.stderr)
+            return 1
+        finally:
+            if g.boot.poll() is None:
+                try:
+                    g.say("end\n")
+                    g.boot.wait(timeout=30)
+                except (OSError, subprocess.TimeoutExpired):
+                    g.boot.terminate()
+                    g.boot.wait()
+    print("clock accuracy: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
