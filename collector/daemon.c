@@ -264,14 +264,23 @@ static void daemon_begin_tracing_steps(struct daemon *d)
 	daemon_start_perf(d);
 }
 
+/* The session window opens when START leaves: the agent turns tracing on after it reads START
+ * and before it answers, so its first events are older than the answer. */
+static void daemon_send_start(struct daemon *d)
+{
+	d->s.started_realtime_ns = util_now_ns(CLOCK_REALTIME);
+	d->s.started_mono_ns = util_now_ns(CLOCK_MONOTONIC);
+	agentctl_send_start(d->agent, d->s.session_id);
+	d->agent_started = true;
+	daemon_set_phase(d, PH_START, daemon_timeout(d));
+}
+
 static void daemon_start_perf(struct daemon *d)
 {
 	int r;
 
 	if (d->o->no_host || d->o->host_data[0]) {
-		agentctl_send_start(d->agent, d->s.session_id);
-		d->agent_started = true;
-		daemon_set_phase(d, PH_START, daemon_timeout(d));
+		daemon_send_start(d);
 		return;
 	}
 	r = hostperf_start(d->o, d->s.dir, d->s.clock_method, &d->perf);
@@ -298,8 +307,6 @@ static void daemon_error_text(const struct vt_msg *m, char *buf, size_t size)
 
 static void daemon_on_started(struct daemon *d)
 {
-	d->s.started_realtime_ns = util_now_ns(CLOCK_REALTIME);
-	d->s.started_mono_ns = util_now_ns(CLOCK_MONOTONIC);
 	session_set_state(&d->s, "tracing");
 	daemon_set_phase(d, PH_TRACING, 0);
 	d->started_ok = true;
@@ -743,9 +750,7 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 		d->next_hello_ns = now + SEC;
 	} else if (d->ph == PH_PERF && d->perf) {
 		if (hostperf_ready(d->perf, &err)) {
-			agentctl_send_start(d->agent, d->s.session_id);
-			d->agent_started = true;
-			daemon_set_phase(d, PH_START, daemon_timeout(d));
+			daemon_send_start(d);
 		} else if (err) {
 			daemon_fail(d, "host perf record exited with status %d before recording (see %s/host-perf.log)",
 				    hostperf_exit_status(d->perf), d->s.dir);

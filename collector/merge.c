@@ -208,7 +208,7 @@ static void summary_vcpu(const struct merge_ctx *m)
 	if (v->why[0])
 		printf("  vcpu:   FALLBACK: guest sample cpu = vCPU number, because %s\n", v->why);
 	else
-		printf("  vcpu:   guest sample cpu = host CPU of QEMU's \"CPU n/KVM\" thread (%u/%u vCPU threads found, "
+		printf("  vcpu:   guest sample cpu = host CPU of QEMU's \"CPU n/KVM\" (or /TCG) thread (%u/%u vCPU threads found, "
 		       "%" PRIu64 " host switches followed)\n", v->named, v->n, v->switches);
 	if (v->fallback_samples && !v->why[0])
 		printf("          %" PRIu64 " guest records fell back to the vCPU number (thread never seen switching)\n",
