@@ -125,6 +125,7 @@ void merge_guest_free(struct merge_guest *g);
 void merge_meta_tasks(struct merge_guest *g, int dfd);
 /* Records a task name (first name seen wins; bounded; cleaned to printable). */
 void merge_meta_task_learn(struct merge_guest *g, int32_t pid, const char *comm, size_t len);
+const struct guest_task *merge_meta_task_rename(struct merge_guest *g, int32_t pid, const char *comm, size_t len);
 /* The thread group of a guest task (pid itself when unknown). */
 int32_t merge_meta_tgid(const struct merge_guest *g, int32_t pid);
 void merge_meta_notes(struct merge_guest *g, int dfd);
