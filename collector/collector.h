@@ -34,6 +34,9 @@ extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_stop, cmd_me
 /* Merges SESSION_DIR into OUT (zstd when compress); human summary lines go to summary.
  * Returns 0 or -errno (the merge prints its summary on stdout). */
 int merge_session(const char *session_dir, const char *out, bool compress, FILE *summary);
+/* Fits SESSION/clock.samples and writes SESSION/clock.ini (the daemon, at finalize); 0 or -errno,
+ * *why says what failed or the fit's error bound. */
+int merge_clock_fit(const char *session_dir, char *why, size_t whylen);
 
 /* Parsed `start` options (the only mutable state besides the log level). */
 struct start_opts {

@@ -56,7 +56,7 @@ struct daemon {
 	unsigned probes_left, nsamples;
 	uint64_t probe_id;
 	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun, qemu_exited;
-	char stop_why[64];
+	char stop_why[64], clock_fit[160];
 	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
 	bool data_gone[COLLECTOR_MAX_CPUS];
 	struct vt_cpu_stats agent_stats[COLLECTOR_MAX_CPUS];
@@ -582,9 +582,10 @@ static void daemon_summary(struct daemon *d, FILE *f)
 	struct spool_stats st;
 	char buf[256];
 
-	fprintf(f, "session: %s\nstopped: %s\nelapsed: %.1f s\nclock: %s, %u probe samples in clock.samples\n",
+	fprintf(f, "session: %s\nstopped: %s\nelapsed: %.1f s\nclock: %s, %u probe samples in clock.samples, fit: %s\n",
 		d->s.dir, d->s.stop_reason,
-		(double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9, d->s.clock_method, d->nsamples);
+		(double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9, d->s.clock_method, d->nsamples,
+		d->clock_fit[0] ? d->clock_fit : "none");
 	for (unsigned i = 0; i < d->s.ncpus; i++) {
 		const struct vt_cpu_stats *g;
 
@@ -622,6 +623,19 @@ static void daemon_summary(struct daemon *d, FILE *f)
 		fprintf(f, "host perf: %s\n", d->o->host_data[0] ? d->o->host_data : "none (--no-host)");
 }
 
+/* ptp: the fit of this session's probes goes to clock.ini now (the merge fits clock.samples
+ * itself only when the daemon died before this). */
+static void daemon_fit_clock(struct daemon *d)
+{
+	if (strcmp(d->s.clock_method, "ptp") || !d->nsamples)
+		snprintf(d->clock_fit, sizeof(d->clock_fit), "no fit");
+	else if (merge_clock_fit(d->s.dir, d->clock_fit, sizeof(d->clock_fit)) < 0)
+		log_warn("clock: no clock.ini: %s (the merge retries from clock.samples)", d->clock_fit);
+	else
+		snprintf(d->clock_fit + strlen(d->clock_fit), sizeof(d->clock_fit) - strlen(d->clock_fit),
+			 " (clock.ini)");
+}
+
 static void daemon_finalize(struct daemon *d)
 {
 	_cleanup_free_ char *text = NULL;
@@ -630,6 +644,7 @@ static void daemon_finalize(struct daemon *d)
 
 	session_release_reserve(&d->s);
 	d->s.stopped_mono_ns = util_now_ns(CLOCK_MONOTONIC);
+	daemon_fit_clock(d);
 	daemon_set_phase(d, PH_STOPPED, 0);
 	daemon_discard_all(d); /* keep reading the ports, write nothing more */
 	daemon_write_agent_stats(d);

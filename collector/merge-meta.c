@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "clockfit.h"
+#include "collector.h"
 #include "merge.h"
 #include "util.h"
 
@@ -201,6 +202,34 @@ static int write_clock_ini(int dfd, const char *text, size_t len)
 		return r ? r : -EIO;
 	}
 	return 0;
+}
+
+int merge_clock_fit(const char *session_dir, char *why, size_t whylen)
+{
+	_cleanup_close_ int dfd = open(session_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_free_ char *text = NULL;
+	struct clock_map fit;
+	size_t len = 0;
+	int r;
+
+	if (dfd < 0) {
+		snprintf(why, whylen, "cannot open %s: %s", session_dir, strerror(errno));
+		return -errno;
+	}
+	r = fit_samples(dfd, &text, &len, why, whylen);
+	if (r < 0)
+		return r;
+	if (clock_apply_parse(text, len, &fit) < 0 || fit.n == 0) {
+		snprintf(why, whylen, "the fit of clock.samples is unusable");
+		return -EINVAL;
+	}
+	r = write_clock_ini(dfd, text, len);
+	if (r < 0)
+		snprintf(why, whylen, "cannot write clock.ini: %s", strerror(-r));
+	else
+		snprintf(why, whylen, "error bound %llu ns", (unsigned long long)fit.error_bound_ns);
+	clock_apply_free(&fit);
+	return r;
 }
 
 static void clock_recover(struct merge_guest *g, int dfd, bool have_ini)

@@ -32,7 +32,8 @@ for c in 0 1; do
 	check_out "summary: cpu$c all pages arrived" "^cpu$c: ([0-9]+) pages .* spooled, guest sent \\1, 0 lost in transport; ring overrun 0, dropped 0 events" echo "$sum"
 done
 check_out "summary: losses all 0" '^losses: ring overrun 0 events, ring dropped 0 events, ring missed-events 0 .*, transport 0 pages$' echo "$sum"
-check_out "summary: clock ptp aligned" 'clock: +aligned \(ptp' echo "$sum"
+check_out "summary: the daemon fitted the clock (clock.ini)" '^clock: ptp, [0-9]+ probe samples in clock.samples, fit: error bound [0-9]+ ns \(clock.ini\)$' echo "$sum"
+check_out "summary: clock ptp aligned from the daemon's clock.ini (not recovered)" 'clock: +aligned \(ptp, [0-9]+ segments, [0-9]+ samples, error bound [0-9]+ ns\)$' echo "$sum"
 check_out "summary: no guest time outside the session window" 'window: .*; 0 outside, clamped' echo "$sum"
 check_out "summary: vCPU → host CPU from QEMU's vCPU threads (no fallback)" 'vcpu: +guest sample cpu = host CPU .*\(2/2 vCPU threads found' echo "$sum"
 check "summary: no FALLBACK" bash -c '! grep -q FALLBACK <<<"$1"' _ "$sum"
