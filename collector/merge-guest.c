@@ -112,6 +112,22 @@ static void event_fields(struct guest_event *e)
 			e->comm[i] = e->pid[i] = NULL;
 }
 
+/* perf script resolves %ps/%pS/%pf/%pF/%pB of every tracepoint with the HOST's kernel symbols,
+ * which names the wrong function for a guest address: guest print formats print the address
+ * (%p) instead. Only the "print fmt:" line (the last one) is edited, in place. */
+static void unresolve_symbols(char *text, size_t *len)
+{
+	char *p = memmem(text, *len, "\nprint fmt:", 11), *end = text + *len;
+
+	for (; p && p + 2 < end; p++) {
+		if (p[0] != '%' || p[1] != 'p' || !strchr("sSfFB", p[2]))
+			continue;
+		memmove(p + 2, p + 3, (size_t)(end - (p + 3)));
+		end--;
+	}
+	*len = (size_t)(end - text);
+}
+
 static int add_format(struct merge_guest *g, int dfd, const char *sys, const char *ev)
 {
 	_cleanup_free_ char *text = NULL;
@@ -131,6 +147,7 @@ static int add_format(struct merge_guest *g, int dfd, const char *sys, const cha
 	if (!cp || cp->size != 4 || cp->offset + 4 > 64)
 		return -EBADMSG;
 	snprintf(e->sys, sizeof(e->sys), "%s", sys);
+	unresolve_symbols(text, &len);
 	e->text = TAKE_PTR(text);
 	e->text_len = len;
 	event_fields(e);
