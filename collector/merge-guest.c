@@ -294,6 +294,9 @@ int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t w
 		if (open_cpu(g, dfd, &g->cpus[i]) < 0) {
 			g->loss.dropped_cpus++;
 			g->cpus[i].data_end = g->cpus[i].pos = 0;
+			if (g->cpus[i].fd >= 0)
+				close(g->cpus[i].fd);
+			g->cpus[i].fd = -1; /* dropped: not walked, not counted again */
 		}
 	}
 	g->present = true;
@@ -488,6 +491,7 @@ int merge_guest_rewind(struct merge_guest *g)
 	g->loss.dropped_formats = keep.dropped_formats;
 	g->loss.dropped_cpus = keep.dropped_cpus;
 	g->loss.stale_bytes = keep.stale_bytes;
+	g->loss.no_end_cpus = keep.no_end_cpus;
 	for (uint32_t i = 0; i < g->ncpus; i++) {
 		struct guest_cpu *c = &g->cpus[i];
 
@@ -526,6 +530,10 @@ int merge_guest_scan(struct merge_guest *g)
 			c->head_valid = false;
 			c->pending_lost = 0;
 		}
+		/* A spool that opened but never reached its end marker (daemon killed, QEMU gone):
+		 * what the guest had not sent yet is missing, by an amount nobody knows. */
+		if (c->fd >= 0 && !c->have_end)
+			g->loss.no_end_cpus++;
 	}
 	return merge_guest_rewind(g);
 }

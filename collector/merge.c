@@ -247,6 +247,7 @@ static void summary(const struct merge_ctx *m, const char *out)
 		{ "stale bytes skipped before begin markers", l->stale_bytes },
 		{ "host records out of order", m->host.out_of_order },
 		{ "guest times outside the session window, clamped", l->outside_window },
+		{ "vCPU spools without an end marker (what the guest had not sent is missing, amount unknown)", l->no_end_cpus },
 	};
 
 	printf("merge summary\n");

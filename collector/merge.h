@@ -37,6 +37,7 @@ struct merge_losses {
 	uint64_t ring_missed_pages, ring_lost_events, transport_missing_pages;
 	uint64_t dropped_formats, dropped_cpus, stale_bytes;
 	uint64_t outside_window; /* converted times clamped into the session window */
+	uint64_t no_end_cpus;    /* spools without their end marker: shortfall unknown */
 };
 
 /* One guest event format, remapped. */

@@ -22,6 +22,7 @@ st=$?
 echo "$sum"
 check "merge SESSION_DIR exits 0" test "$st" -eq 0
 check_out "merge: clock recovered from clock.samples" 'clock: +aligned \(ptp.*recovered' echo "$sum"
+check_out "merge: the shortfall is stated (no end markers)" "vCPU spools without an end marker .*: 2\$" echo "$sum"
 check "perf.data written" test -s "$T/out.data"
 check "perf script: no warnings" bash -c 'e=$("$1" script -i "$2" 2>&1 >/dev/null); [ -z "$e" ] || { echo "$e" >&2; false; }' _ "$PERF" "$T/out.data"
 check_out "the guest markers made it" 'guest_ftrace:print:.*vt-e2e line 299 cpu 1' "$PERF" script -i "$T/out.data" -F event,trace

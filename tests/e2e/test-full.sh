@@ -38,6 +38,7 @@ check_out "summary: no guest time outside the session window" 'window: .*; 0 out
 check_out "summary: vCPU → host CPU from QEMU's vCPU threads (no fallback)" 'vcpu: +guest sample cpu = host CPU .*\(2/2 vCPU threads found' echo "$sum"
 check "summary: no FALLBACK" bash -c '! grep -q FALLBACK <<<"$1"' _ "$sum"
 check_out "summary: host recording merged" 'host: +recording merged' echo "$sum"
+check "merge summary: no loss line at all" bash -c 'grep -A1 "^  losses:" <<<"$1" | grep -q "^  output:"' _ "$sum"
 check_out "summary: vm pid is QEMU's" "vm pid: $qpid\$" echo "$sum"
 check "perf.data written" test -s "$out"
 check "perf script/report: no warnings" e2e_no_warnings "$out"

@@ -27,6 +27,7 @@ check "stop exits 0 (a usable file)" test "$st" -eq 0
 check_out "summary: why it stopped" '^stopped: QEMU gone' echo "$sum"
 check_out "summary: the shortfall is stated (no end marker)" '^cpu[01]: [1-9][0-9]* pages .* spooled; no end marker' echo "$sum"
 check_out "summary: losses line says some CPUs are unknown" '^losses: .*some CPUs unknown' echo "$sum"
+check_out "merge summary: spools without an end marker counted" "vCPU spools without an end marker .*: 2\$" echo "$sum"
 check "perf.data written" test -s "$T/out.data"
 check "perf script/report: no warnings" e2e_no_warnings "$T/out.data"
 check "guest and host events interleaved by time" e2e_interleaved "$T/out.data"
