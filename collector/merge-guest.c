@@ -123,7 +123,7 @@ static void unresolve_symbols(char *text, size_t *len)
 		if (p[0] != '%' || p[1] != 'p' || !strchr("sSfFB", p[2]))
 			continue;
 		memmove(p + 2, p + 3, (size_t)(end - (p + 3)));
-		end--;
+		*--end = '\0';
 	}
 	*len = (size_t)(end - text);
 }
