@@ -194,6 +194,7 @@ struct merge_host {
 	uint64_t seq, max_ts_prev_round, max_ts;
 	bool eof;
 	uint64_t samples, records, out_of_order;
+	uint64_t lost, lost_records; /* PERF_RECORD_LOST of host perf record: its buffer overflowed */
 	uint64_t *samples_by_attr;
 	char err[256];
 };

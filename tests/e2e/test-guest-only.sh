@@ -25,4 +25,14 @@ check "perf script/report: no warnings (-z)" e2e_no_warnings "$T/z.data"
 check "all $n markers present once, in order" e2e_markers "$T/z.data" "$n"
 check "only guest events" bash -c '! "$1" script -i "$2" -F event 2>/dev/null | grep -qv "^ *guest_"' _ "$PERF" "$T/z.data"
 check_out "only the configured guest events (+ ftrace:print)" "^ *guest_sched:sched_wakeup:" "$PERF" script -i "$T/z.data" -F event
+# A host recording whose perf record lost events (a 1-page buffer under a switch storm): the
+# merge must say so, not leave it to perf script's warning.
+"$PERF" record -q -m 1 -a -k CLOCK_MONOTONIC -e sched:sched_switch -o "$T/lossy.data" -- \
+	"$PERF" bench sched pipe -l 30000 >/dev/null 2>&1
+if "$PERF" report -D -i "$T/lossy.data" 2>/dev/null | grep -q 'PERF_RECORD_LOST'; then
+	lsum=$(tc merge "$sess" --host-data "$T/lossy.data" -o "$T/lossy-merged.data" 2>&1)
+	check_out "merge --host-data: host perf record's losses stated" 'host events lost by perf record .*: [1-9][0-9]*$' echo "$lsum"
+else
+	fail "could not make perf record lose events with a 1-page buffer (test setup)"
+fi
 finish
