@@ -58,7 +58,8 @@ struct daemon {
 	unsigned probes_left;
 	uint64_t probe_id, host_started_ns;
 	bool probe_mark, holdout_due; /* the pending probe is a hold-out; one is due */
-	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun;
+	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun, qemu_exited;
+	char stop_why[64];
 	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
 	bool data_gone[COLLECTOR_MAX_CPUS];
 	struct vt_cpu_stats agent_stats[COLLECTOR_MAX_CPUS];
@@ -829,7 +830,9 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 	} else if (d->ph == PH_TRACING) {
 		uint64_t silent = now - agentctl_last_rx(d->agent);
 
-		if (d->agent_gone)
+		if (d->qemu_exited)
+			daemon_stop_begin(d, d->stop_why);
+		else if (d->agent_gone)
 			daemon_stop_begin(d, "QEMU gone (agent-ctl-path closed)");
 		else if (silent > MAX(3 * daemon_interval(d), daemon_timeout(d)))
 			daemon_stop_begin(d, "agent silent (no answer to heartbeat probes)");
@@ -866,6 +869,20 @@ static void daemon_reconnect(struct daemon *d)
 	}
 }
 
+/* FIFO pairs never report EOF (QEMU and we both hold them read-write): watch QEMU's pid,
+ * so a killed QEMU ends the session at once instead of after the heartbeat and stop waits. */
+static void daemon_watch_qemu(struct daemon *d)
+{
+	pid_t pid = d->s.qemu_pid;
+
+	if (d->qemu_exited || pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+		return;
+	d->qemu_exited = true;
+	snprintf(d->stop_why, sizeof(d->stop_why), "QEMU gone (pid %d exited)", (int)pid);
+	log_warn("QEMU (pid %d) exited: the guest cannot send anything more", (int)pid);
+	d->agent_gone = true;
+}
+
 static void daemon_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
@@ -878,6 +895,7 @@ static void daemon_tick(evutil_socket_t fd, short what, void *arg)
 			if (d->spools[i])
 				spool_rate_tick(d->spools[i], now);
 		d->next_rate_ns = now + SEC;
+		daemon_watch_qemu(d);
 		daemon_reconnect(d);
 	}
 }

@@ -112,6 +112,22 @@ static void event_fields(struct guest_event *e)
 			e->comm[i] = e->pid[i] = NULL;
 }
 
+/* perf script resolves %ps/%pS/%pf/%pF/%pB of every tracepoint with the HOST's kernel symbols,
+ * which names the wrong function for a guest address: guest print formats print the address
+ * (%p) instead. Only the "print fmt:" line (the last one) is edited, in place. */
+static void unresolve_symbols(char *text, size_t *len)
+{
+	char *p = memmem(text, *len, "\nprint fmt:", 11), *end = text + *len;
+
+	for (; p && p + 2 < end; p++) {
+		if (p[0] != '%' || p[1] != 'p' || !strchr("sSfFB", p[2]))
+			continue;
+		memmove(p + 2, p + 3, (size_t)(end - (p + 3)));
+		*--end = '\0';
+	}
+	*len = (size_t)(end - text);
+}
+
 static int add_format(struct merge_guest *g, int dfd, const char *sys, const char *ev)
 {
 	_cleanup_free_ char *text = NULL;
@@ -131,6 +147,7 @@ static int add_format(struct merge_guest *g, int dfd, const char *sys, const cha
 	if (!cp || cp->size != 4 || cp->offset + 4 > 64)
 		return -EBADMSG;
 	snprintf(e->sys, sizeof(e->sys), "%s", sys);
+	unresolve_symbols(text, &len);
 	e->text = TAKE_PTR(text);
 	e->text_len = len;
 	event_fields(e);
@@ -277,6 +294,9 @@ int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t w
 		if (open_cpu(g, dfd, &g->cpus[i]) < 0) {
 			g->loss.dropped_cpus++;
 			g->cpus[i].data_end = g->cpus[i].pos = 0;
+			if (g->cpus[i].fd >= 0)
+				close(g->cpus[i].fd);
+			g->cpus[i].fd = -1; /* dropped: not walked, not counted again */
 		}
 	}
 	g->present = true;
@@ -471,6 +491,7 @@ int merge_guest_rewind(struct merge_guest *g)
 	g->loss.dropped_formats = keep.dropped_formats;
 	g->loss.dropped_cpus = keep.dropped_cpus;
 	g->loss.stale_bytes = keep.stale_bytes;
+	g->loss.no_end_cpus = keep.no_end_cpus;
 	for (uint32_t i = 0; i < g->ncpus; i++) {
 		struct guest_cpu *c = &g->cpus[i];
 
@@ -509,6 +530,10 @@ int merge_guest_scan(struct merge_guest *g)
 			c->head_valid = false;
 			c->pending_lost = 0;
 		}
+		/* A spool that opened but never reached its end marker (daemon killed, QEMU gone):
+		 * what the guest had not sent yet is missing, by an amount nobody knows. */
+		if (c->fd >= 0 && !c->have_end)
+			g->loss.no_end_cpus++;
 	}
 	return merge_guest_rewind(g);
 }

@@ -210,6 +210,12 @@ static int host_read_one(struct merge_host *h, struct host_rec **ret_imm)
 	}
 	if (e->type == PERF_RECORD_SAMPLE)
 		h->samples++, h->samples_by_attr[ai]++;
+	if (e->type == PERF_RECORD_LOST && e->size >= 24) {
+		uint64_t lost;
+
+		memcpy(&lost, (const uint8_t *)e + 16, 8);
+		h->lost += lost, h->lost_records++;
+	}
 	if (!(*ret_imm = host_copy(h, e, ts)))
 		return -ENOMEM;
 	if (e->type >= PERF_REC_USER_START || ts == 0)

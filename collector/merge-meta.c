@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "clockfit.h"
+#include "collector.h"
 #include "merge.h"
 #include "util.h"
 
@@ -58,6 +59,29 @@ void merge_meta_task_learn(struct merge_guest *g, int32_t pid, const char *comm,
 	for (; n < len && n < sizeof(t->comm) - 1 && comm[n]; n++)
 		t->comm[n] = (comm[n] >= 0x20 && comm[n] < 0x7f) ? comm[n] : '?';
 	t->comm[n] = '\0';
+}
+
+/* A known task whose name in an event differs from the table (exec, prctl): the table takes
+ * the new name and the task is returned, so the caller can emit a COMM. pid 0 (the per-CPU
+ * idle tasks, swapper/N) is never renamed. */
+const struct guest_task *merge_meta_task_rename(struct merge_guest *g, int32_t pid, const char *comm, size_t len)
+{
+	struct guest_task *t;
+	char name[sizeof(t->comm)];
+	size_t n = 0;
+
+	if (pid <= 0 || !g->tasks)
+		return NULL;
+	t = task_slot(g, pid);
+	if (!t->used || !t->comm[0])
+		return NULL;
+	for (; n < len && n < sizeof(name) - 1 && comm[n]; n++)
+		name[n] = (comm[n] >= 0x20 && comm[n] < 0x7f) ? comm[n] : '?';
+	name[n] = '\0';
+	if (!n || !strcmp(name, t->comm))
+		return NULL;
+	memcpy(t->comm, name, n + 1);
+	return t;
 }
 
 int32_t merge_meta_tgid(const struct merge_guest *g, int32_t pid)

@@ -145,11 +145,11 @@ int merge_out_guest_index(struct merge_ctx *m)
 	return r;
 }
 
-static int out_comm(struct merge_ctx *m, const struct guest_task *t, uint64_t ts)
+static int out_comm(struct merge_ctx *m, const struct guest_task *t, uint64_t ts, uint16_t misc)
 {
 	size_t cl = ALIGN_UP(strlen(t->comm) + 1, 8);
 	uint8_t *p = m->rec;
-	struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_GUEST_KERNEL,
+	struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_GUEST_KERNEL | misc,
 				       .size = (uint16_t)(16 + cl + 32) };
 	uint32_t pt[2] = { (uint32_t)t->tgid, (uint32_t)t->pid };
 
@@ -169,7 +169,7 @@ static int out_comms(struct merge_ctx *m, uint64_t ts)
 	m->comms_done = true;
 	for (size_t i = 0; g->tasks && i < 2 * MERGE_MAX_TASKS && r >= 0; i++)
 		if (g->tasks[i].used && g->tasks[i].comm[0])
-			r = out_comm(m, &g->tasks[i], ts);
+			r = out_comm(m, &g->tasks[i], ts, 0);
 	return r;
 }
 
@@ -188,6 +188,27 @@ static int out_lost(struct merge_ctx *m, struct guest_cpu *c)
 	return perf_writer_record(m->w, p);
 }
 
+/* A task renamed since the first COMMs (exec): a COMM at the event's time, so perf shows the
+ * new name from then on. */
+static int out_renames(struct merge_ctx *m, const struct guest_cpu *c, const struct guest_event *e)
+{
+	const struct ftrace_event *ev = &c->head;
+	int r = 0;
+
+	for (int i = 0; i < 2 && r >= 0; i++) {
+		const struct guest_task *t;
+		int32_t pid;
+
+		if (!e->comm[i])
+			continue;
+		memcpy(&pid, ev->data + e->pid[i]->offset, 4);
+		t = merge_meta_task_rename(&m->guest, pid, (const char *)ev->data + e->comm[i]->offset, 16);
+		if (t)
+			r = out_comm(m, t, c->head_ts, PERF_RECORD_MISC_COMM_EXEC);
+	}
+	return r;
+}
+
 static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
 {
 	struct merge_guest *g = &m->guest;
@@ -202,9 +223,14 @@ static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
 	uint64_t id, period = 1;
 	uint16_t new_id;
 
+	int r;
+
 	memcpy(&old_id, ev->data, 2);
 	idx = g->by_id[old_id];
 	e = &g->events[idx];
+	r = out_renames(m, c, e);
+	if (r < 0)
+		return r;
 	memcpy(&pid, ev->data + tep_format_field(&e->fmt, "common_pid")->offset, 4);
 	tid[0] = (uint32_t)merge_meta_tgid(g, pid);
 	tid[1] = (uint32_t)pid;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* vCPU → host CPU for guest samples (DESIGN §6, docs/perf-data-spec.md §5.3): QEMU names its
- * vCPU threads "CPU n/KVM" (-name debug-threads=on); perf record -a synthesizes COMM records for
+ * vCPU threads "CPU n/KVM" ("CPU n/TCG" under TCG; -name debug-threads=on); perf record -a synthesizes COMM records for
  * them (id 0, time 0), and host sched:sched_switch samples say where each ran. A pre-pass over
  * the host recording learns the thread ids (the guest ID_INDEX, written first, needs them) and
  * each vCPU's first host CPU; the main pass follows switches in time order, so every guest
@@ -112,18 +112,26 @@ static bool is_switch(const struct perf_attr_ids *a, const struct perf_event_hea
 	return false;
 }
 
-/* vCPU index of a "CPU <n>/KVM" name, or -1. */
+/* QEMU names vCPU threads "CPU <n>/<accelerator>" with -name debug-threads=on. */
+static const char *const vcpu_accels[] = { "/KVM", "/TCG", "/HVF", "/WHPX", "/NVMM" };
+
+/* vCPU index of a "CPU <n>/KVM" (or /TCG, ...) name, or -1. */
 static long vcpu_of_name(const char *s, size_t len)
 {
 	char *end;
+	size_t rest;
 	long n;
 
 	if (len < 9 || strncmp(s, "CPU ", 4) || s[4] < '0' || s[4] > '9')
 		return -1;
 	n = strtol(s + 4, &end, 10);
-	if ((size_t)(end - s) + 4 != len || strncmp(end, "/KVM", 4) || n >= MERGE_MAX_CPUS)
+	if (n >= MERGE_MAX_CPUS)
 		return -1;
-	return n;
+	rest = len - (size_t)(end - s);
+	for (size_t i = 0; i < ARRAY_SIZE(vcpu_accels); i++)
+		if (rest == strlen(vcpu_accels[i]) && !strncmp(end, vcpu_accels[i], rest))
+			return n;
+	return -1;
 }
 
 static long vcpu_of_tid(const struct merge_vcpu *v, int32_t tid);

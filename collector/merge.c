@@ -208,7 +208,7 @@ static void summary_vcpu(const struct merge_ctx *m)
 	if (v->why[0])
 		printf("  vcpu:   FALLBACK: guest sample cpu = vCPU number, because %s\n", v->why);
 	else
-		printf("  vcpu:   guest sample cpu = host CPU of QEMU's \"CPU n/KVM\" thread (%u/%u vCPU threads found, "
+		printf("  vcpu:   guest sample cpu = host CPU of QEMU's \"CPU n/KVM\" (or /TCG) thread (%u/%u vCPU threads found, "
 		       "%" PRIu64 " host switches followed)\n", v->named, v->n, v->switches);
 	if (v->fallback_samples && !v->why[0])
 		printf("          %" PRIu64 " guest records fell back to the vCPU number (thread never seen switching)\n",
@@ -246,7 +246,9 @@ static void summary(const struct merge_ctx *m, const char *out)
 		{ "vCPU spools without this session's begin marker", l->dropped_cpus },
 		{ "stale bytes skipped before begin markers", l->stale_bytes },
 		{ "host records out of order", m->host.out_of_order },
+		{ "host events lost by perf record (buffer overflow; try --host-perf-args with a bigger -m)", m->host.lost },
 		{ "guest times outside the session window, clamped", l->outside_window },
+		{ "vCPU spools without an end marker (what the guest had not sent is missing, amount unknown)", l->no_end_cpus },
 	};
 
 	printf("merge summary\n");
@@ -265,7 +267,11 @@ static void summary(const struct merge_ctx *m, const char *out)
 	summary_clock(&m->guest);
 	summary_vcpu(m);
 	summary_build_id(&m->guest);
-	printf("  losses:%s\n", m->guest.present || m->host.out_of_order ? "" : " none");
+	bool any = false;
+
+	for (size_t i = 0; i < ARRAY_SIZE(loss); i++)
+		any = any || loss[i].n;
+	printf("  losses:%s\n", any ? "" : " none");
 	for (size_t i = 0; i < ARRAY_SIZE(loss); i++)
 		if (loss[i].n)
 			printf("          %s: %" PRIu64 "\n", loss[i].what, loss[i].n);

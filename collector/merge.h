@@ -38,6 +38,7 @@ struct merge_losses {
 	uint64_t ring_missed_pages, ring_lost_events, transport_missing_pages;
 	uint64_t dropped_formats, dropped_cpus, stale_bytes;
 	uint64_t outside_window; /* converted times clamped into the session window */
+	uint64_t no_end_cpus;    /* spools without their end marker: shortfall unknown */
 };
 
 /* One guest event format, remapped. */
@@ -127,6 +128,7 @@ void merge_guest_free(struct merge_guest *g);
 void merge_meta_tasks(struct merge_guest *g, int dfd);
 /* Records a task name (first name seen wins; bounded; cleaned to printable). */
 void merge_meta_task_learn(struct merge_guest *g, int32_t pid, const char *comm, size_t len);
+const struct guest_task *merge_meta_task_rename(struct merge_guest *g, int32_t pid, const char *comm, size_t len);
 /* The thread group of a guest task (pid itself when unknown). */
 int32_t merge_meta_tgid(const struct merge_guest *g, int32_t pid);
 void merge_meta_notes(struct merge_guest *g, int dfd);
@@ -194,6 +196,7 @@ struct merge_host {
 	uint64_t seq, max_ts_prev_round, max_ts;
 	bool eof;
 	uint64_t samples, records, out_of_order;
+	uint64_t lost, lost_records; /* PERF_RECORD_LOST of host perf record: its buffer overflowed */
 	uint64_t *samples_by_attr;
 	char err[256];
 };

@@ -31,7 +31,10 @@ check_out "ptp: the merge applies it (not recovered)" 'clock: +aligned \(ptp, [0
 check "ptp: --probe-interval out of range refused" bash -c "! '$TRACE_COLLECTOR' start --name x --dir '$VMDIR' --probe-interval 0.01 2>/dev/null"
 
 # --- kvm on the fixture tree
-out=$(start --no-host --clock kvm --kvm-debugfs "$FIXTURE" --qemu-pid 4242 --probe-interval 0.2 2>&1); rc=$?
+# The daemon ends a session whose QEMU pid exits: give the fixture VM a live stand-in pid.
+sleep 300 & QPID=$!
+mkdir -p "$T/debugfs/kvm" && cp -r "$FIXTURE/kvm/4242-11" "$T/debugfs/kvm/$QPID-11"
+out=$(start --no-host --clock kvm --kvm-debugfs "$T/debugfs" --qemu-pid $QPID --probe-interval 0.2 2>&1); rc=$?
 check "kvm: start succeeds ($out)" test $rc -eq 0
 S=$(tail -n 1 <<<"$out")
 check "kvm: session.ini clock_method=kvm" test "$(ini "$S" clock_method)" = kvm
@@ -52,4 +55,5 @@ check "kvm: session.ini clock_samples = readings" test "$(ini "$S" clock_samples
 out=$(start --no-host --clock kvm --kvm-debugfs "$FIXTURE" --qemu-pid 4243 2>&1); rc=$?
 check "kvm: start without a debugfs dir fails (exit $rc)" test $rc -ne 0
 check_out "kvm: failure names the missing dir" "no $FIXTURE/kvm/4243-\\* directory" echo "$out"
+kill "$QPID" 2>/dev/null
 finish

@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Guest half of the trace-collector e2e tests (tests/e2e/lib.sh): obeys one command per console
+# line from the host and answers with a "vt-e2e: ..." line.
+#   run N          /bin/workload -n N (numbered trace_marker lines over both vCPUs + switches)
+#   restart-agent  kills the running trace-agent and starts a new one (no arguments)
+#   end            leaves (init then stops the agent and powers off)
+say() { echo "vt-e2e: $*"; }
+agent=
+say "ready"
+while read -t 120 cmd arg; do
+	case $cmd in
+	run)
+		/bin/workload -n "$arg" -s 2000 >/dev/null
+		say "workload done $arg status $?" ;;
+	restart-agent)
+		killall trace-agent
+		i=0
+		while pidof trace-agent >/dev/null && [ $i -lt 100 ]; do usleep 50000; i=$((i + 1)); done
+		/bin/trace-agent &
+		agent=$!
+		say "agent restarted pid $agent" ;;
+	end)
+		break ;;
+	*)
+		[ -n "$cmd" ] && say "unknown command $cmd" ;;
+	esac
+done
+say "leaving"
+if [ -n "$agent" ]; then
+	kill "$agent"
+	wait "$agent"
+	say "restarted agent exit $?"
+fi

@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Shared helpers of the trace-collector e2e tests: boot the test guest (tests/e2e/boot) with
+# guest-cmd.sh as its script, drive it over the console, drive trace-collector the way users
+# do, and check the merged perf.data with the real perf. Environment from meson (README.md).
+. "$VT_SOURCE_ROOT/tests/integration/lib.sh"
+
+PERF=/usr/bin/perf
+E2E_DIR=$VT_SOURCE_ROOT/tests/e2e
+VM_NAME=vt-e2e
+BOOT_PID=
+[ -x "$PERF" ] || { fail "perf not found at $PERF (install linux-perf)"; finish; exit 1; }
+
+# e2e_init NAME: work dir T with VM (per-VM dir), RUN (run dir), LOG (console), CIN (console in).
+e2e_init() {
+	T=$(mktemp -d "/tmp/vt-e2e-$1.XXXXXX")
+	VM=$T/vm RUN=$T/run LOG=$T/console.log CIN=$T/console.in
+	trap e2e_cleanup EXIT
+}
+
+e2e_cleanup() {
+	local pid
+	pid=$(head -n 1 "$RUN/$VM_NAME.pid" 2>/dev/null)
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		kill "$pid" 2>/dev/null # the daemon finalizes on SIGTERM
+		for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	fi
+	if [ -n "$BOOT_PID" ] && kill -0 "$BOOT_PID" 2>/dev/null; then
+		kill "$BOOT_PID" 2>/dev/null # boot's trap reaps QEMU
+		wait "$BOOT_PID" 2>/dev/null
+	fi
+	if [ "$vt_fail" -ne 0 ]; then
+		echo "--- console log ($LOG)"; tr -d '\r' <"$LOG" 2>/dev/null | tail -n 60
+		for f in "$VM"/sessions/*/collector.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }; done
+	fi
+	rm -rf "$T"
+}
+
+tc() { "$TRACE_COLLECTOR" "$@"; }
+e2e_start() { tc start --name "$VM_NAME" --dir "$VM" --run-dir "$RUN" "$@"; }
+e2e_stop() { tc stop --name "$VM_NAME" --run-dir "$RUN" "$@"; }
+e2e_status() { tc status --name "$VM_NAME" --run-dir "$RUN" "$@"; }
+e2e_session() { ls -d "$VM"/sessions/* | tail -n 1; }
+e2e_console() { tr -d '\r' 2>/dev/null <"$LOG"; }
+
+# e2e_wait REGEX SECONDS: waits for a console line; fails (returns 1) when the guest is gone.
+e2e_wait() {
+	local re=$1 deadline=$((SECONDS + $2))
+	while [ $SECONDS -lt $deadline ]; do
+		e2e_console | grep -Eq -- "$re" && return 0
+		kill -0 "$BOOT_PID" 2>/dev/null || { echo "guest gone while waiting for /$re/" >&2; return 1; }
+		sleep 0.1
+	done
+	echo "timed out waiting for /$re/ on the console" >&2
+	return 1
+}
+
+# e2e_say LINE: one line to the guest's console (bounded: never blocks on a dead guest).
+e2e_say() { timeout 5 bash -c 'echo "$1" >"$2"' _ "$1" "$CIN"; }
+
+# e2e_boot [boot args]: boots the guest in the background, waits until its script is ready and
+# the agent waits for the host.
+e2e_boot() {
+	"$VT_E2E_BOOT" --dir "$VM" --log "$LOG" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN" \
+		--timeout 150 "$@" &
+	BOOT_PID=$!
+	e2e_wait '^vt-e2e: ready' 60 && e2e_wait 'trace-agent: waiting for the host' 30
+}
+
+# e2e_run N: runs the workload in the guest and waits for it.
+e2e_run() { e2e_say "run $1" && e2e_wait "^vt-e2e: workload done $1 status 0" 90; }
+
+# e2e_end: lets the guest power off; returns boot's status.
+e2e_end() {
+	local st=0
+	e2e_say end || true
+	wait "$BOOT_PID" || st=$?
+	BOOT_PID=
+	return $st
+}
+
+# QEMU's pid and its vCPU thread ids by vCPU ("CPU n/TCG" or "CPU n/KVM"), while it runs.
+e2e_qemu_pid() { pgrep -f -- "-name $VM_NAME,debug-threads=on.*$VM/" | head -n 1; }
+e2e_vcpu_tids() {
+	local q=$1 n
+	for n in 0 1; do
+		grep -lxE "CPU $n/(TCG|KVM)" /proc/"$q"/task/*/comm | cut -d/ -f5
+	done
+}
+
+# --- checks on a merged perf.data, by the real perf ---
+# e2e_markers FILE N: the guest's numbered lines 0..N-1, each exactly once, in time order.
+e2e_markers() {
+	local got
+	got=$("$PERF" script -i "$1" -F event,trace 2>/dev/null |
+		sed -n 's/.*guest_ftrace:print:.*vt-e2e line \([0-9]*\) cpu.*/\1/p' | tr '\n' ' ')
+	[ "$got" = "$(seq -s ' ' 0 $(($2 - 1))) " ] && return 0
+	echo "markers in $1: $(wc -w <<<"$got") found; first mismatch near: $(diff <(tr ' ' '\n' <<<"$got") <(seq 0 $(($2 - 1))) | head -n 5 | tr '\n' ' ')" >&2
+	return 1
+}
+# e2e_interleaved FILE: host and guest events both present, and a guest event between two host ones.
+e2e_interleaved() {
+	"$PERF" script -i "$1" -F event 2>/dev/null | awk '
+		/guest_/ { g++; if (h) between = 1; next }
+		/:/ { h++; if (between) ok = 1 }
+		END { printf "host %d, guest %d events, interleaved %s\n", h, g, ok ? "yes" : "no" > "/dev/stderr"; exit !(h && g && ok) }'
+}
+# e2e_no_warnings FILE [SUMMARY]: perf script and perf report print nothing on stderr. With
+# the merge SUMMARY, perf's "lost N chunks" warning is accepted when the summary states that
+# host perf record lost events (a busy shared host; what matters is that it is not silent).
+e2e_no_warnings() {
+	local e
+	e=$("$PERF" script -i "$1" 2>&1 >/dev/null; "$PERF" report -i "$1" --stdio 2>&1 >/dev/null)
+	if [ -n "${2:-}" ] && grep -q 'host events lost by perf record .*: [1-9]' <<<"$2"; then
+		echo "host perf record lost events (stated by the merge): perf's lost-chunks warning accepted" >&2
+		e=$(grep -vE '^(Warning:|Processed [0-9]+ events and lost [0-9]+ chunks!|Check IO/CPU overload!|)$' <<<"$e")
+	fi
+	[ -z "$e" ] || { echo "perf said: $(head -c 600 <<<"$e")" >&2; return 1; }
+}
+# e2e_same_script A B: perf script prints the same for both files.
+e2e_same_script() { cmp -s <("$PERF" script -i "$1" 2>&1) <("$PERF" script -i "$2" 2>&1); }

@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# e2e: scripts/demo --quick on the existing build: it must boot, trace, write the merged file,
+# and show guest and host lines together.
+. "$VT_SOURCE_ROOT/tests/integration/lib.sh"
+
+T=$(mktemp -d /tmp/vt-e2e-demo.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+out=$(cd "$T" && "$VT_SOURCE_ROOT/scripts/demo" --no-build --quick 2>&1)
+st=$?
+echo "$out"
+check "scripts/demo exits 0" test "$st" -eq 0
+check "demo.data in the current dir" test -s "$T/demo.data"
+check_out "stop summary: losses 0" '^losses: ring overrun 0 events, ring dropped 0 events, ring missed-events 0 .*, transport 0 pages$' echo "$out"
+check_out "excerpt: guest lines (VM:/VCPU:) with a marker" '^VM: *[0-9]+ VCPU:00[01] .*guest_ftrace:print: .*vt-e2e line 50 cpu 0' echo "$out"
+check_out "excerpt: host lines" '^ +[^V].* sched:sched_switch: ' echo "$out"
+check_out "next commands" '^perf script -i demo.data -F \+machine_pid,\+vcpu' echo "$out"
+check "the kept session merges again" "$TRACE_COLLECTOR" merge "$T/demo.session" -o "$T/again.data"
+check "same events as the demo's merge" bash -c 'cmp -s <(perf script -i "$1" 2>&1) <(perf script -i "$2" 2>&1)' _ "$T/demo.data" "$T/again.data"
+finish

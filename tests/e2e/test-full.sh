@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# e2e: a user's full day on the real guest. setup → boot (setup's QEMU args, debug-threads=on,
+# 2 vCPUs) → trace-collector start -e sched,irq,timer with host recording (clock auto → ptp
+# under TCG) → workload (N numbered trace_marker lines over both vCPUs + context switches) →
+# status → stop -o → checks with the real perf script / perf report.
+#   test-full.sh pipe|socket N
+. "$(dirname "$0")/lib.sh"
+
+transport=${1:?usage: test-full.sh pipe|socket N} n=${2:?usage: test-full.sh pipe|socket N}
+e2e_init "full-$transport"
+out=$T/out.data
+
+check "boot ($transport): guest ready, agent waiting" e2e_boot --transport "$transport"
+qpid=$(e2e_qemu_pid)
+mapfile -t tids < <(e2e_vcpu_tids "$qpid")
+check "QEMU runs with 2 named vCPU threads (${tids[*]})" test "${#tids[@]}" -eq 2
+check_out "start: prints the session dir" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512
+check "guest workload ($n lines)" e2e_run "$n"
+st=$(e2e_status)
+echo "$st"
+check_out "status: tracing" '^state: tracing' echo "$st"
+check_out "status: pages arrived" '^cpu[01] +[1-9][0-9]* +[1-9]' echo "$st"
+check_out "status: ptp clock with samples" '^clock: ptp, [1-9][0-9]* probe samples' echo "$st"
+check_out "status: host perf running" '^host perf: running' echo "$st"
+sum=$(e2e_stop -o "$out" 2>&1)
+stop_st=$?
+echo "$sum"
+check "stop exits 0" test "$stop_st" -eq 0
+check "guest powers off cleanly" e2e_end
+check_out "summary: stop requested" '^stopped: stop requested' echo "$sum"
+for c in 0 1; do
+	check_out "summary: cpu$c all pages arrived" "^cpu$c: ([0-9]+) pages .* spooled, guest sent \\1, 0 lost in transport; ring overrun 0, dropped 0 events" echo "$sum"
+done
+check_out "summary: losses all 0" '^losses: ring overrun 0 events, ring dropped 0 events, ring missed-events 0 .*, transport 0 pages$' echo "$sum"
+check_out "summary: the daemon fitted the clock (clock.ini)" '^clock: ptp, [0-9]+ probe samples \([0-9]+ used\), error bound [0-9]+ ns, .*\(clock.ini\)$' echo "$sum"
+check_out "summary: clock ptp aligned from the daemon's clock.ini (not recovered)" 'clock: +aligned \(ptp, [0-9]+ segments, [0-9]+ samples, error bound [0-9]+ ns\)$' echo "$sum"
+check_out "summary: no guest time outside the session window" 'window: .*; 0 outside, clamped' echo "$sum"
+check_out "summary: vCPU → host CPU from QEMU's vCPU threads (no fallback)" 'vcpu: +guest sample cpu = host CPU .*\(2/2 vCPU threads found' echo "$sum"
+check "summary: no FALLBACK" bash -c '! grep -q FALLBACK <<<"$1"' _ "$sum"
+check_out "summary: host recording merged" 'host: +recording merged' echo "$sum"
+check_out "merge summary: losses none (or only host perf record's own, stated)" "^  losses: none\$|^  losses:\$" echo "$sum"
+check "merge summary: no guest loss line" bash -c '! sed -n "/^  losses:/,/^  output:/p" <<<"$1" | grep -v "lost by perf record" | grep -q ": [1-9]"' _ "$sum"
+check_out "summary: vm pid is QEMU's" "vm pid: $qpid\$" echo "$sum"
+check "perf.data written" test -s "$out"
+check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
+check "all $n markers present once, in order" e2e_markers "$out" "$n"
+check "guest and host events interleaved by time" e2e_interleaved "$out"
+check_out "perf script -F +machine_pid,+vcpu shows VM:/VCPU:" "^VM: *$qpid +VCPU: *00[01] " "$PERF" script -i "$out" -F +machine_pid,+vcpu
+check_out "guest events of both vCPUs" "^VCPU: *001 " "$PERF" script -i "$out" -F vcpu,event
+check_out "guest task names follow exec: markers come from 'workload'" "^ *workload +guest_ftrace:print:" "$PERF" script -i "$out" -F comm,event
+check_out "guest kernel addresses printed as addresses, not host symbols" 'guest_ftrace:print: 0xffffffff[0-9a-f]+: vt-e2e line 0 cpu 0' "$PERF" script -i "$out" -F event,trace
+check "every guest sample's cpu is its vCPU thread's host CPU" \
+	python3 "$VT_SOURCE_ROOT/tests/integration/check-vcpu-cpu.py" --allow-still "$out" "${tids[@]}"
+check_out "perf report --sort comm,pid: guest events reported" "of event 'guest_sched:sched_switch'" "$PERF" report -i "$out" --stdio --sort comm,pid
+finish
