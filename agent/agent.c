@@ -269,6 +269,7 @@ static void agent_teardown(struct agent *a)
 	tracefs_close(&a->tfs);
 	ports_free(&a->ports);
 	config_free(&a->cfg);
+	meta_cache_free(&a->kallsyms);
 	vt_reader_free(&a->rd);
 	ports_close(&a->ctl);
 	if (a->timer_fd >= 0)

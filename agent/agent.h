@@ -46,6 +46,7 @@ struct tracefs {
 	char *root;      /* tracefs mount */
 	char *inst_path; /* root/instances/NAME */
 	int inst_fd;     /* directory fd of the instance */
+	struct agent_config applied; /* what the instance has (NULL/0: unknown, write it) */
 };
 int tracefs_open(struct tracefs *t, const char *root_opt, const char *instance);
 /* Turns tracing off, disables events, removes the instance. */
@@ -59,7 +60,9 @@ int tracefs_reset(const struct tracefs *t);
 int tracefs_clock_current(const struct tracefs *t, char **ret);
 /* 0 if the config can be applied; else -errno and *ret_msg says what is wrong. */
 int tracefs_config_check(const struct tracefs *t, const struct agent_config *c, char **ret_msg);
-int tracefs_config_apply(const struct tracefs *t, const struct agent_config *c, char **ret_msg);
+/* Applies a complete config (events and clock set), writing only what changed since the last
+ * one applied. */
+int tracefs_config_apply(struct tracefs *t, const struct agent_config *c, char **ret_msg);
 /* Calls fn for every concrete event ("sys", "event") the list selects. */
 int tracefs_events_foreach(const struct tracefs *t, const char *list,
 			   int (*fn)(const char *sys, const char *ev, void *data), void *data);
@@ -108,6 +111,13 @@ int pump_start(struct pump *p);
 void pump_join(struct pump *p);
 
 /* ---- agent.c / session.c / control.c / meta.c ---- */
+/* A guest file kept across sessions while its key (what it depends on) is unchanged. */
+struct meta_cache {
+	char *key;
+	char *data;
+	size_t len;
+};
+
 struct agent {
 	const struct agent_options *opts;
 	struct tracefs tfs;
@@ -126,6 +136,7 @@ struct agent {
 	uint64_t session;
 	struct pump_shared sh;
 	struct pump *pumps;
+	struct meta_cache kallsyms;
 };
 
 void config_free(struct agent_config *c);
@@ -144,5 +155,6 @@ void control_error(struct vt_buf *out, uint32_t seq, int err, const char *fmt, .
 
 /* Appends META_FILE frames and META_END for the current config. */
 int meta_reply(struct agent *a, uint32_t seq, struct vt_buf *out);
+void meta_cache_free(struct meta_cache *k);
 
 int agent_run(const struct agent_options *opts);

@@ -294,8 +294,12 @@ void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 			      "the end of the frame", vt_msg_type_name(type));
 		return;
 	}
-	log_debug("control: %s seq %u", vt_msg_type_name(type), m->hdr.seq);
+	uint64_t t0 = util_now_ns(CLOCK_MONOTONIC), c0 = util_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+
 	handlers[type](a, m, out);
+	log_debug("control: %s seq %u: %" PRIu64 " us, %" PRIu64 " us CPU", vt_msg_type_name(type),
+		  m->hdr.seq, (util_now_ns(CLOCK_MONOTONIC) - t0) / 1000,
+		  (util_now_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / 1000);
 }
 
 /* The original tool's "1"/"0" lines: start with the defaults, stop; no reply. */

@@ -107,6 +107,7 @@ void tracefs_close(struct tracefs *t)
 		log_warn("cannot remove ftrace instance %s: %m (remove it with rmdir)", t->inst_path);
 	free(t->inst_path);
 	free(t->root);
+	config_free(&t->applied);
 	*t = (struct tracefs){ .inst_fd = -1 };
 }
 
@@ -260,25 +261,50 @@ static int tracefs_enable_one(const char *sys, const char *ev, void *data)
 	return tracefs_write(t, p, "1");
 }
 
-int tracefs_config_apply(const struct tracefs *t, const struct agent_config *c, char **ret_msg)
+/* Whether field differs between the applied config and c (a NULL in c keeps it). */
+static bool tracefs_str_changed(const char *applied, const char *want)
+{
+	return want && (!applied || strcmp(applied, want) != 0);
+}
+
+/* Writes only what differs from the last config applied to the instance: re-enabling the
+ * same events patches every tracepoint again, which costs ~0.1 s per session under TCG. */
+static int tracefs_apply_diff(const struct tracefs *t, const struct agent_config *old,
+			      const struct agent_config *c)
 {
 	char kb[32];
+	int r = 0;
+
+	if (tracefs_str_changed(old->events, c->events)) {
+		r = tracefs_write(t, "events/enable", "0");
+		if (r == 0)
+			r = tracefs_events_foreach(t, c->events, tracefs_enable_one, (void *)t);
+	}
+	if (r == 0 && tracefs_str_changed(old->clock, c->clock))
+		r = tracefs_write(t, "trace_clock", c->clock);
+	if (r == 0 && c->buffer_kb && c->buffer_kb != old->buffer_kb) {
+		snprintf(kb, sizeof(kb), "%u", c->buffer_kb);
+		r = tracefs_write(t, "buffer_size_kb", kb);
+	}
+	return r;
+}
+
+int tracefs_config_apply(struct tracefs *t, const struct agent_config *c, char **ret_msg)
+{
 	int r = tracefs_config_check(t, c, ret_msg);
 
 	if (r < 0)
 		return r;
-	r = tracefs_write(t, "events/enable", "0");
-	if (r == 0 && c->events)
-		r = tracefs_events_foreach(t, c->events, tracefs_enable_one, (void *)t);
-	if (r == 0 && c->clock)
-		r = tracefs_write(t, "trace_clock", c->clock);
-	if (r == 0 && c->buffer_kb) {
-		snprintf(kb, sizeof(kb), "%u", c->buffer_kb);
-		r = tracefs_write(t, "buffer_size_kb", kb);
+	r = tracefs_apply_diff(t, &t->applied, c);
+	if (r == 0)
+		r = config_set(&t->applied, c->events, c->clock,
+			       c->buffer_kb ? c->buffer_kb : t->applied.buffer_kb);
+	if (r < 0) {
+		config_free(&t->applied); /* unknown state: write everything next time */
+		if (asprintf(ret_msg, "cannot apply the config to %s: %s", t->inst_path,
+			     strerror(-r)) < 0)
+			*ret_msg = NULL;
 	}
-	if (r < 0 && asprintf(ret_msg, "cannot apply the config to %s: %s", t->inst_path,
-			      strerror(-r)) < 0)
-		*ret_msg = NULL;
 	return r;
 }
 

@@ -2,7 +2,8 @@
 /* Drives the real trace-agent on the host's tracefs through common/proto + common/marker:
  * the test plays the host. Ports are unix sockets bound here in a temporary ports dir (the
  * agent connects to sockets it finds there); each case runs its own agent and its own
- * ftrace instance vt_agent_test_<case>. Needs root (the agent does). */
+ * ftrace instance PREFIX_<case>, PREFIX = $VT_TEST_INSTANCE_PREFIX or vt_agent_test. Needs
+ * root (the agent does). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -129,6 +130,14 @@ static const char *agent_path(void)
 	return p ? p : "build/agent/trace-agent";
 }
 
+/* Instance names: a prefix per engineer keeps parallel runs on one host apart. */
+static const char *instance_prefix(void)
+{
+	const char *p = getenv("VT_TEST_INSTANCE_PREFIX");
+
+	return p && *p ? p : "vt_agent_test";
+}
+
 static bool tracefs_ready(void)
 {
 	if (access(TRACEFS "/instances", F_OK) == 0)
@@ -165,7 +174,7 @@ static int drv_up(struct drv *d, const char *name, int skip_cpu)
 	snprintf(d->dir, sizeof(d->dir), "/tmp/vt-agent-XXXXXX");
 	if (!mkdtemp(d->dir))
 		return -1;
-	snprintf(d->instance, sizeof(d->instance), "vt_agent_test_%s", name);
+	snprintf(d->instance, sizeof(d->instance), "%s_%s", instance_prefix(), name);
 	snprintf(d->log, sizeof(d->log), "%s/agent.log", d->dir);
 	d->ctl_lfd = listen_at(d->dir, "agent-ctl-path");
 	for (unsigned c = 0; c < d->ncpus; c++) {
@@ -619,6 +628,69 @@ static int check_session(struct drv *d, uint64_t session, unsigned count, const 
 	return 0;
 }
 
+/* A whole META reply: the data of the file named want (NULL if absent), the files counted. */
+static int drv_meta(struct drv *d, const char *want, char **ret_data, size_t *ret_len,
+		    uint32_t *ret_files)
+{
+	uint32_t seq = drv_simple(d, VT_MSG_META_REQ, UINT64_MAX), count = 0, files = 0;
+	struct rmsg r;
+
+	*ret_data = NULL;
+	*ret_len = 0;
+	for (;;) {
+		_cleanup_free_ char *name = NULL;
+		struct vt_attr a;
+
+		if (drv_recv(d, &r) < 0 || r.m.hdr.seq != seq)
+			return -1;
+		if (r.m.hdr.type == VT_MSG_META_END) {
+			vt_msg_u32(&r.m, VT_A_COUNT, &count);
+			rmsg_free(&r);
+			break;
+		}
+		if (r.m.hdr.type != VT_MSG_META_FILE || vt_msg_str(&r.m, VT_A_FILE_NAME, 4096, &name) < 0 ||
+		    vt_msg_find(&r.m, VT_A_FILE_DATA, &a) < 0) {
+			rmsg_free(&r);
+			return -1;
+		}
+		files++;
+		if (!*ret_data && !strcmp(name, want)) {
+			*ret_data = strndup((const char *)a.data, a.len);
+			*ret_len = a.len;
+		}
+		rmsg_free(&r);
+	}
+	*ret_files = files;
+	return count == files ? 0 : -1;
+}
+
+/* The instance's file rel, first line, or "" (static buffer: one use per expression). */
+static const char *inst_read(const struct drv *d, const char *rel)
+{
+	static char line[256];
+	_cleanup_free_ char *s = NULL;
+	char p[256];
+
+	snprintf(p, sizeof(p), TRACEFS "/instances/%s/%s", d->instance, rel);
+	line[0] = '\0';
+	if (util_read_file(p, 1 << 16, &s, NULL) == 0)
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(s, "\n"), s);
+	return line;
+}
+
+/* How many times the agent's log has needle. */
+static unsigned log_count(const struct drv *d, const char *needle)
+{
+	_cleanup_free_ char *s = NULL;
+	unsigned n = 0;
+
+	if (util_read_file(d->log, 1 << 22, &s, NULL) < 0)
+		return 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
 /* ---- cases ---- */
 
 TEST(full_session)
@@ -703,6 +775,45 @@ TEST(full_session)
 	CHECK_INT(probes, ==, 1);
 	CHECK_INT(drv_down(&d), ==, 0);
 	CHECK(!instance_exists(&d));
+}
+
+/* Sessions in a row: kallsyms is read once while no module changes, an unchanged config is
+ * not written again, a changed one is (old events off, new on). */
+TEST(sessions_reuse_config_and_kallsyms)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	_cleanup_free_ char *k1 = NULL, *k2 = NULL;
+	struct vt_cpu_stats st[MAXCPU];
+	struct rmsg r;
+	size_t l1, l2;
+	uint32_t seq, files;
+
+	CHECK(drv_up(&d, "reuse", -1) == 0);
+	seq = drv_config(&d, "sched:sched_switch", "mono", 256);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_meta(&d, "kallsyms", &k1, &l1, &files) == 0 && k1 && l1 > 1000);
+	CHECK(drv_start(&d, 1) == 0);
+	CHECK_STR(inst_read(&d, "events/sched/sched_switch/enable"), "1");
+	CHECK(drv_stop(&d, 1, st) == 0);
+	CHECK(drv_meta(&d, "kallsyms", &k2, &l2, &files) == 0 && k2);
+	CHECK(l1 == l2 && memcmp(k1, k2, l1) == 0);
+	CHECK_INT(log_count(&d, "metadata: kallsyms read"), ==, 1);
+
+	seq = drv_config(&d, "irq:irq_handler_entry", NULL, 0);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_start(&d, 2) == 0);
+	CHECK_STR(inst_read(&d, "events/sched/sched_switch/enable"), "0");
+	CHECK_STR(inst_read(&d, "events/irq/irq_handler_entry/enable"), "1");
+	CHECK(drv_stop(&d, 2, st) == 0);
+	/* The same config again: still applied, and the stream still works. */
+	CHECK(drv_start(&d, 3) == 0);
+	CHECK_STR(inst_read(&d, "events/irq/irq_handler_entry/enable"), "1");
+	CHECK(write_markers(&d, 0, 100) == 0);
+	CHECK(drv_stop(&d, 3, st) == 0);
+	CHECK(check_session(&d, 3, 100, st, 0, NULL) == 0);
+	CHECK_INT(drv_down(&d), ==, 0);
 }
 
 /* More data than the ring holds: the pumps must wake (poll + buffer_percent) and stream live. */
@@ -1028,20 +1139,22 @@ static int run_agent(uid_t uid, const char *log, const char *const argv[], char 
 TEST(user_errors_say_what_to_do)
 {
 	char dir[] = "/tmp/vt-agent-err-XXXXXX";
-	char log[64];
+	char log[64], inst[64], ipath[128];
 	char *err = NULL;
 
 	CHECK(tracefs_ready());
 	CHECK(mkdtemp(dir) != NULL);
 	chmod(dir, 0777);
 	snprintf(log, sizeof(log), "%s/log", dir);
-	const char *no_ports[] = { (char *)agent_path(), "--ports-dir", dir, "--instance", "vt_agent_test_err", NULL };
+	snprintf(inst, sizeof(inst), "%s_err", instance_prefix());
+	snprintf(ipath, sizeof(ipath), TRACEFS "/instances/%s", inst);
+	const char *no_ports[] = { (char *)agent_path(), "--ports-dir", dir, "--instance", inst, NULL };
 	CHECK_INT(run_agent(0, log, no_ports, &err), ==, 1);
 	CHECK(strstr(err, "add the virtio-serial channels") != NULL);
 	free(err);
-	CHECK(access(TRACEFS "/instances/vt_agent_test_err", F_OK) != 0);
+	CHECK(access(ipath, F_OK) != 0);
 	const char *no_tracefs[] = { (char *)agent_path(), "--tracefs", dir, "--ports-dir", dir,
-			       "--instance", "vt_agent_test_err", NULL };
+			       "--instance", inst, NULL };
 	CHECK_INT(run_agent(0, log, no_tracefs, &err), ==, 1);
 	CHECK(strstr(err, "mount -t tracefs") != NULL);
 	free(err);
