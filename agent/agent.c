@@ -238,7 +238,7 @@ static int agent_setup(struct agent *a)
 	a->ncpus = (unsigned)get_nprocs_conf();
 	a->page_size = tracefs_page_size(&a->tfs);
 	a->pipe_size = agent_pipe_size(a->opts);
-	return config_set(&a->cfg, AGENT_DEFAULT_EVENTS, AGENT_DEFAULT_CLOCK, 0);
+	return config_default(&a->cfg, 0);
 }
 
 /* The first open tells the user what is missing; later ones retry quietly. */

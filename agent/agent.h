@@ -26,6 +26,8 @@ struct agent_config {
 	char *events;       /* comma list as validated, e.g. "sched:*,irq:irq_handler_entry" */
 	char *clock;        /* trace clock name */
 	uint32_t buffer_kb; /* 0: leave the instance's size */
+	char *tracer;       /* current_tracer during sessions; NULL = nop */
+	char *ftrace_filter; /* set_ftrace_filter globs, space separated; NULL = all functions */
 };
 
 /* ---- events.c: the event list the host sends (pure, fuzzed) ---- */
@@ -66,6 +68,11 @@ int tracefs_config_apply(struct tracefs *t, const struct agent_config *c, char *
 /* Calls fn for every concrete event ("sys", "event") the list selects. */
 int tracefs_events_foreach(const struct tracefs *t, const char *list,
 			   int (*fn)(const char *sys, const char *ev, void *data), void *data);
+/* Sets current_tracer back to nop (after the pipes are closed: 6.1 refuses while they are open). */
+void tracefs_tracer_reset(struct tracefs *t);
+/* Writes the function filter now (idle: it acts only with a function tracer), so that a glob
+ * matching nothing is refused at CONFIG; on failure the previous filter is put back. */
+int tracefs_filter_try(struct tracefs *t, const char *filter, char **ret_msg);
 /* Reads per_cpu/cpuN/stats into the ring counters of *s. */
 int tracefs_cpu_stats(const struct tracefs *t, unsigned cpu, struct vt_cpu_stats *s);
 uint32_t tracefs_page_size(const struct tracefs *t);
@@ -140,7 +147,12 @@ struct agent {
 };
 
 void config_free(struct agent_config *c);
-int config_set(struct agent_config *c, const char *events, const char *clock, uint32_t buffer_kb);
+/* Replaces *c by a deep copy of *v (NULL strings stay NULL). */
+int config_set(struct agent_config *c, const struct agent_config *v);
+/* The defaults (events sched,irq,timer, clock mono, no tracer) with buffer_kb. */
+int config_default(struct agent_config *c, uint32_t buffer_kb);
+/* Whether the config runs a tracer besides the events (a name other than nop). */
+bool config_has_tracer(const struct agent_config *c);
 
 /* Starts a session; on failure *ret_msg says why (caller frees). */
 int session_start(struct agent *a, uint64_t id, char **ret_msg);

@@ -125,6 +125,13 @@ static int meta_event(const char *sys, const char *ev, void *data)
 	return meta_send_tracefs(data, rel);
 }
 
+/* A tracer writes ftrace-system entries (function, funcgraph_entry, kernel_stack, ...): send
+ * them all but print, which always goes. */
+static int meta_ftrace_event(const char *sys, const char *ev, void *data)
+{
+	return strcmp(ev, "print") ? meta_event(sys, ev, data) : 0;
+}
+
 int meta_reply(struct agent *a, uint32_t seq, struct vt_buf *out)
 {
 	static const char *const tracefs_files[] = {
@@ -141,6 +148,8 @@ int meta_reply(struct agent *a, uint32_t seq, struct vt_buf *out)
 		r = meta_event("ftrace", "print", &c);
 	if (r == 0)
 		r = tracefs_events_foreach(&a->tfs, a->cfg.events, meta_event, &c);
+	if (r == 0 && config_has_tracer(&a->cfg))
+		r = tracefs_events_foreach(&a->tfs, "ftrace", meta_ftrace_event, &c);
 	if (r == 0)
 		r = meta_send_kallsyms(&c);
 	if (r == 0)

@@ -282,7 +282,8 @@ static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
 		daemon_set_phase(d, PH_RESET, daemon_timeout(d));
 		return;
 	}
-	agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb);
+	agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb, d->o->tracer,
+			     d->o->ftrace_filter);
 	daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 }
 
@@ -381,7 +382,8 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 		break;
 	case PH_RESET:
 		if (t == VT_MSG_STOPPED || t == VT_MSG_ERROR) {
-			agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb);
+			agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb, d->o->tracer,
+			     d->o->ftrace_filter);
 			return daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 		}
 		break;

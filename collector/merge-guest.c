@@ -112,6 +112,20 @@ static void event_fields(struct guest_event *e)
 			e->comm[i] = e->pid[i] = NULL;
 }
 
+/* perf script and report resolve %ps-style pointers with the host kernel's symbols (their
+ * libtraceevent resolver is the host machine), which names guest addresses wrongly: print
+ * guest function pointers as hex instead (same length), to be looked up in guest/kallsyms. */
+static void unsymbolize(char *text, size_t len)
+{
+	char *p = strstr(text, "\nprint fmt: ");
+
+	if (!p)
+		return;
+	for (p += 12; (p = strstr(p, "%p")) && p + 3 <= text + len; p += 3)
+		if (strchr("sSfFB", p[2]) && p[2] && p[3] != 'R')
+			memcpy(p, "%lx", 3);
+}
+
 static int add_format(struct merge_guest *g, int dfd, const char *sys, const char *ev)
 {
 	_cleanup_free_ char *text = NULL;
@@ -131,6 +145,7 @@ static int add_format(struct merge_guest *g, int dfd, const char *sys, const cha
 	if (!cp || cp->size != 4 || cp->offset + 4 > 64)
 		return -EBADMSG;
 	snprintf(e->sys, sizeof(e->sys), "%s", sys);
+	unsymbolize(text, len);
 	e->text = TAKE_PTR(text);
 	e->text_len = len;
 	event_fields(e);

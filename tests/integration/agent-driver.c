@@ -355,6 +355,22 @@ static int drv_hello(struct drv *d, struct rmsg *ret)
 	return drv_expect(d, VT_MSG_HELLO, seq, ret);
 }
 
+/* CONFIG with a tracer and a function filter (either NULL: attribute left out). */
+static uint32_t drv_config_tracer(struct drv *d, const char *tracer, const char *filter)
+{
+	struct vt_buf b = { 0 };
+	uint32_t seq = ++d->seq;
+
+	vt_msg_begin(&b, VT_MSG_CONFIG, seq);
+	if (tracer)
+		vt_put_str(&b, VT_A_TRACER, tracer);
+	if (filter)
+		vt_put_str(&b, VT_A_FTRACE_FILTER, filter);
+	vt_msg_end(&b);
+	drv_send(d, &b);
+	return seq;
+}
+
 static uint32_t drv_config(struct drv *d, const char *events, const char *clock, uint32_t kb)
 {
 	struct vt_buf b = { 0 };
@@ -440,6 +456,8 @@ struct walk {
 	uint64_t probes;    /* "vt-probe <probe_id>" marks seen */
 	uint64_t probe_id;
 	bool bad_page;
+	uint16_t count_id;          /* events of this id: counted, ip (u64 at 8) checked */
+	uint64_t counted, ip_lo, ip_hi, ip_outside;
 };
 
 static uint16_t print_event_id(void)
@@ -520,6 +538,13 @@ static void walk_page(struct walk *w, const uint8_t *page, size_t psize)
 			memcpy(&id, data, 2);
 			if (dlen >= 2 && id == w->print_id)
 				walk_print(w, data, dlen);
+			if (dlen >= 16 && w->count_id && id == w->count_id) {
+				uint64_t ip;
+
+				memcpy(&ip, data + 8, 8);
+				w->counted++;
+				w->ip_outside += ip < w->ip_lo || ip >= w->ip_hi;
+			}
 		}
 		off += size;
 	}
@@ -813,6 +838,185 @@ TEST(sessions_reuse_config_and_kallsyms)
 	CHECK(write_markers(&d, 0, 100) == 0);
 	CHECK(drv_stop(&d, 3, st) == 0);
 	CHECK(check_session(&d, 3, 100, st, 0, NULL) == 0);
+	CHECK_INT(drv_down(&d), ==, 0);
+}
+
+/* The address of symbol name in a kallsyms text, 0 if absent. */
+static uint64_t kallsyms_addr(const char *text, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		const char *sp = strchr(l, ' ');
+
+		if (sp && (sp[1] == 'T' || sp[1] == 't') && sp[2] == ' ' && !strncmp(sp + 3, name, nl) &&
+		    (sp[3 + nl] == '\n' || sp[3 + nl] == '\0' || sp[3 + nl] == '\t'))
+			return strtoull(l, NULL, 16);
+	}
+	return 0;
+}
+
+/* Whether this host lets an instance run the function tracer with a filter (a locked-down
+ * kernel refuses both with EPERM). */
+static bool host_allows_function(void)
+{
+	char dir[128], p[160];
+	int ok;
+
+	snprintf(dir, sizeof(dir), TRACEFS "/instances/%s_fnprobe", instance_prefix());
+	if (mkdir(dir, 0700) < 0)
+		return false;
+	snprintf(p, sizeof(p), "%s/set_ftrace_filter", dir);
+	ok = util_write_file(p, "vfs_read", 8, 0600) == 0;
+	snprintf(p, sizeof(p), "%s/current_tracer", dir);
+	ok = ok && util_write_file(p, "function", 8, 0600) == 0;
+	(void)util_write_file(p, "nop", 3, 0600);
+	rmdir(dir);
+	return ok;
+}
+
+/* The tracer and filter the agent reports in HELLO. */
+static int drv_tracer(struct drv *d, char **ret_tracer, char **ret_filter)
+{
+	struct rmsg r;
+	int e = -1;
+
+	if (drv_hello(d, &r) < 0)
+		return -1;
+	if (vt_msg_str(&r.m, VT_A_TRACER, 4096, ret_tracer) == 0 &&
+	    vt_msg_str(&r.m, VT_A_FTRACE_FILTER, 4096, ret_filter) == 0)
+		e = 0;
+	rmsg_free(&r);
+	return e;
+}
+
+/* A host that refuses the function tracer (lockdown): the filter is refused at CONFIG, the
+ * tracer at START, both naming the cause; afterwards a plain session works. */
+static void tracer_refused_by_kernel(struct drv *d)
+{
+	_cleanup_free_ char *m1 = NULL, *m2 = NULL;
+	struct vt_cpu_stats st[MAXCPU];
+	struct rmsg r;
+	uint32_t seq;
+
+	seq = drv_config_tracer(d, "function", "vfs_read");
+	CHECK_INT(drv_error(d, seq, &m1), ==, EPERM);
+	CHECK(strstr(m1, "'vfs_read'") && strstr(m1, "lockdown"));
+	seq = drv_config_tracer(d, "function", NULL);
+	CHECK(drv_expect(d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	capture_begin(d);
+	seq = drv_simple(d, VT_MSG_START, 12);
+	CHECK_INT(drv_error(d, seq, &m2), ==, EPERM);
+	capture_end(d);
+	CHECK(strstr(m2, "current_tracer") != NULL);
+	CHECK_STR(inst_read(d, "current_tracer"), "nop");
+	seq = drv_config_tracer(d, "nop", NULL);
+	CHECK(drv_expect(d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_start(d, 13) == 0);
+	CHECK(write_markers(d, 0, 50) == 0);
+	CHECK(drv_stop(d, 13, st) == 0);
+	CHECK(check_session(d, 13, 50, st, 0, NULL) == 0);
+	printf("this host refuses the function tracer: refusals checked (the e2e guest test "
+	       "tracer-function runs it)\n");
+}
+
+/* The function tracer with a one-function filter: function entries of vfs_read arrive, their
+ * formats go in META, current_tracer is nop again after STOP. */
+static void tracer_function_runs(struct drv *d)
+{
+	_cleanup_free_ char *fmt = NULL, *ksyms = NULL, *tracer = NULL, *filter = NULL;
+	struct vt_cpu_stats st[MAXCPU];
+	struct rmsg r;
+	size_t len;
+	uint32_t seq, files;
+	uint64_t counted = 0, outside = 0, addr;
+	const char *id;
+
+	seq = drv_config_tracer(d, "function", "vfs_read");
+	CHECK(drv_expect(d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_tracer(d, &tracer, &filter) == 0);
+	CHECK_STR(tracer, "function");
+	CHECK_STR(filter, "vfs_read");
+	CHECK_STR(inst_read(d, "set_ftrace_filter"), "vfs_read");
+	CHECK(drv_meta(d, "events/ftrace/function/format", &fmt, &len, &files) == 0 && fmt);
+	CHECK(strstr(fmt, "parent_ip") != NULL && (id = strstr(fmt, "ID: ")) != NULL);
+	CHECK(drv_meta(d, "kallsyms", &ksyms, &len, &files) == 0 && ksyms);
+	addr = kallsyms_addr(ksyms, "vfs_read");
+	CHECK(addr != 0);
+	CHECK(drv_start(d, 11) == 0);
+	CHECK_STR(inst_read(d, "current_tracer"), "function");
+	for (int i = 0; i < 200; i++) {
+		_cleanup_free_ char *s = NULL;
+
+		CHECK(util_read_file("/proc/self/stat", 4096, &s, NULL) == 0);
+	}
+	CHECK(write_markers(d, 0, 50) == 0);
+	CHECK(drv_stop(d, 11, st) == 0);
+	CHECK_STR(inst_read(d, "current_tracer"), "nop");
+	for (unsigned c = 0; c < d->ncpus; c++) {
+		struct walk w = { .print_id = print_event_id(), .count_id = (uint16_t)atoi(id + 4),
+				  .ip_lo = addr, .ip_hi = addr + 16 };
+
+		CHECK(check_stream(&d->cap[c], 4096, 11, c, &st[c], &w) == 0);
+		CHECK_INT(w.next_seq, ==, 50);
+		counted += w.counted;
+		outside += w.ip_outside;
+	}
+	printf("function entries: %llu, outside vfs_read: %llu\n", (unsigned long long)counted,
+	       (unsigned long long)outside);
+	CHECK_INT(counted, >=, 200);
+	CHECK_INT(outside, ==, 0);
+}
+
+TEST(tracer_function)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct rmsg r;
+	bool allowed = host_allows_function();
+	uint32_t seq;
+
+	CHECK(drv_up(&d, "fn", -1) == 0);
+	seq = drv_config(&d, "sched:sched_switch", "mono", 1024);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	if (allowed)
+		tracer_function_runs(&d);
+	else
+		tracer_refused_by_kernel(&d);
+	CHECK_INT(drv_down(&d), ==, 0); /* also after a failed helper: the agent must exit cleanly */
+}
+
+/* Unknown tracer, bad filter: ERROR naming it, the previous config stays. */
+TEST(tracer_refusals)
+{
+	static const struct {
+		const char *tracer, *filter, *named;
+		int err;
+	} bad[] = {
+		{ "nosuchtracer", NULL, "nosuchtracer", ENOENT },
+		{ "../x", NULL, "../x", ENOENT },
+		{ "function", "vfs_read;reboot", "vfs_read;reboot", EINVAL },
+		{ NULL, "mod:ext4", "mod:ext4", EINVAL },
+	};
+	_cleanup_drv_ struct drv d = { 0 };
+
+	CHECK(drv_up(&d, "fnbad", -1) == 0);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		_cleanup_free_ char *msg = NULL, *tracer = NULL, *filter = NULL;
+		uint32_t seq = drv_config_tracer(&d, bad[i].tracer, bad[i].filter);
+
+		CHECK_INT(drv_error(&d, seq, &msg), ==, bad[i].err);
+		if (!strstr(msg, bad[i].named))
+			fprintf(stderr, "error '%s' does not name '%s'\n", msg, bad[i].named);
+		CHECK(strstr(msg, bad[i].named) != NULL);
+		CHECK(drv_tracer(&d, &tracer, &filter) == 0);
+		CHECK_STR(tracer, "nop");
+		CHECK_STR(filter, "");
+		CHECK_STR(inst_read(&d, "current_tracer"), "nop");
+	}
 	CHECK_INT(drv_down(&d), ==, 0);
 }
 
