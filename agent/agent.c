@@ -238,7 +238,7 @@ static int agent_setup(struct agent *a)
 	a->ncpus = (unsigned)get_nprocs_conf();
 	a->page_size = tracefs_page_size(&a->tfs);
 	a->pipe_size = agent_pipe_size(a->opts);
-	return config_set(&a->cfg, AGENT_DEFAULT_EVENTS, AGENT_DEFAULT_CLOCK, 0);
+	return config_default(&a->cfg, 0);
 }
 
 /* The first open tells the user what is missing; later ones retry quietly. */
@@ -269,6 +269,7 @@ static void agent_teardown(struct agent *a)
 	tracefs_close(&a->tfs);
 	ports_free(&a->ports);
 	config_free(&a->cfg);
+	meta_cache_free(&a->kallsyms);
 	vt_reader_free(&a->rd);
 	ports_close(&a->ctl);
 	if (a->timer_fd >= 0)

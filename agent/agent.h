@@ -26,6 +26,8 @@ struct agent_config {
 	char *events;       /* comma list as validated, e.g. "sched:*,irq:irq_handler_entry" */
 	char *clock;        /* trace clock name */
 	uint32_t buffer_kb; /* 0: leave the instance's size */
+	char *tracer;       /* current_tracer during sessions; NULL = nop */
+	char *ftrace_filter; /* set_ftrace_filter globs, space separated; NULL = all functions */
 };
 
 /* ---- events.c: the event list the host sends (pure, fuzzed) ---- */
@@ -46,6 +48,7 @@ struct tracefs {
 	char *root;      /* tracefs mount */
 	char *inst_path; /* root/instances/NAME */
 	int inst_fd;     /* directory fd of the instance */
+	struct agent_config applied; /* what the instance has (NULL/0: unknown, write it) */
 };
 int tracefs_open(struct tracefs *t, const char *root_opt, const char *instance);
 /* Turns tracing off, disables events, removes the instance. */
@@ -59,10 +62,17 @@ int tracefs_reset(const struct tracefs *t);
 int tracefs_clock_current(const struct tracefs *t, char **ret);
 /* 0 if the config can be applied; else -errno and *ret_msg says what is wrong. */
 int tracefs_config_check(const struct tracefs *t, const struct agent_config *c, char **ret_msg);
-int tracefs_config_apply(const struct tracefs *t, const struct agent_config *c, char **ret_msg);
+/* Applies a complete config (events and clock set), writing only what changed since the last
+ * one applied. */
+int tracefs_config_apply(struct tracefs *t, const struct agent_config *c, char **ret_msg);
 /* Calls fn for every concrete event ("sys", "event") the list selects. */
 int tracefs_events_foreach(const struct tracefs *t, const char *list,
 			   int (*fn)(const char *sys, const char *ev, void *data), void *data);
+/* Sets current_tracer back to nop (after the pipes are closed: 6.1 refuses while they are open). */
+void tracefs_tracer_reset(struct tracefs *t);
+/* Writes the function filter now (idle: it acts only with a function tracer), so that a glob
+ * matching nothing is refused at CONFIG; on failure the previous filter is put back. */
+int tracefs_filter_try(struct tracefs *t, const char *filter, char **ret_msg);
 /* Reads per_cpu/cpuN/stats into the ring counters of *s. */
 int tracefs_cpu_stats(const struct tracefs *t, unsigned cpu, struct vt_cpu_stats *s);
 uint32_t tracefs_page_size(const struct tracefs *t);
@@ -108,6 +118,13 @@ int pump_start(struct pump *p);
 void pump_join(struct pump *p);
 
 /* ---- agent.c / session.c / control.c / meta.c ---- */
+/* A guest file kept across sessions while its key (what it depends on) is unchanged. */
+struct meta_cache {
+	char *key;
+	char *data;
+	size_t len;
+};
+
 struct agent {
 	const struct agent_options *opts;
 	struct tracefs tfs;
@@ -126,10 +143,16 @@ struct agent {
 	uint64_t session;
 	struct pump_shared sh;
 	struct pump *pumps;
+	struct meta_cache kallsyms;
 };
 
 void config_free(struct agent_config *c);
-int config_set(struct agent_config *c, const char *events, const char *clock, uint32_t buffer_kb);
+/* Replaces *c by a deep copy of *v (NULL strings stay NULL). */
+int config_set(struct agent_config *c, const struct agent_config *v);
+/* The defaults (events sched,irq,timer, clock mono, no tracer) with buffer_kb. */
+int config_default(struct agent_config *c, uint32_t buffer_kb);
+/* Whether the config runs a tracer besides the events (a name other than nop). */
+bool config_has_tracer(const struct agent_config *c);
 
 /* Starts a session; on failure *ret_msg says why (caller frees). */
 int session_start(struct agent *a, uint64_t id, char **ret_msg);
@@ -144,5 +167,6 @@ void control_error(struct vt_buf *out, uint32_t seq, int err, const char *fmt, .
 
 /* Appends META_FILE frames and META_END for the current config. */
 int meta_reply(struct agent *a, uint32_t seq, struct vt_buf *out);
+void meta_cache_free(struct meta_cache *k);
 
 int agent_run(const struct agent_options *opts);

@@ -21,21 +21,41 @@ void config_free(struct agent_config *c)
 {
 	free(c->events);
 	free(c->clock);
+	free(c->tracer);
+	free(c->ftrace_filter);
 	*c = (struct agent_config){ 0 };
 }
 
-int config_set(struct agent_config *c, const char *events, const char *clock, uint32_t buffer_kb)
+static int config_dup(const char *s, char **ret)
 {
-	char *e = strdup(events), *k = strdup(clock);
+	*ret = s ? strdup(s) : NULL;
+	return s && !*ret ? -ENOMEM : 0;
+}
 
-	if (!e || !k) {
-		free(e);
-		free(k);
+int config_set(struct agent_config *c, const struct agent_config *v)
+{
+	struct agent_config n = { .buffer_kb = v->buffer_kb };
+
+	if (config_dup(v->events, &n.events) < 0 || config_dup(v->clock, &n.clock) < 0 ||
+	    config_dup(v->tracer, &n.tracer) < 0 || config_dup(v->ftrace_filter, &n.ftrace_filter) < 0) {
+		config_free(&n);
 		return -ENOMEM;
 	}
 	config_free(c);
-	*c = (struct agent_config){ .events = e, .clock = k, .buffer_kb = buffer_kb };
+	*c = n;
 	return 0;
+}
+
+int config_default(struct agent_config *c, uint32_t buffer_kb)
+{
+	char events[] = AGENT_DEFAULT_EVENTS, clock[] = AGENT_DEFAULT_CLOCK;
+
+	return config_set(c, &(struct agent_config){ .events = events, .clock = clock, .buffer_kb = buffer_kb });
+}
+
+bool config_has_tracer(const struct agent_config *c)
+{
+	return c->tracer && strcmp(c->tracer, "nop") != 0;
 }
 
 void control_error(struct vt_buf *out, uint32_t seq, int err, const char *fmt, ...)
@@ -91,6 +111,8 @@ static void control_hello(struct agent *a, const struct vt_msg *m, struct vt_buf
 	vt_put_str(out, VT_A_EVENTS, a->cfg.events);
 	vt_put_str(out, VT_A_CLOCK, a->cfg.clock);
 	vt_put_u32(out, VT_A_BUFFER_KB, a->cfg.buffer_kb ? a->cfg.buffer_kb : control_buffer_kb(a));
+	vt_put_str(out, VT_A_TRACER, a->cfg.tracer ? a->cfg.tracer : "nop");
+	vt_put_str(out, VT_A_FTRACE_FILTER, a->cfg.ftrace_filter ? a->cfg.ftrace_filter : "");
 	(void)vt_msg_end(out);
 }
 
@@ -109,13 +131,14 @@ static int control_opt_str(const struct vt_msg *m, uint16_t tag, char **ret)
 /* Builds the new config from the message over the current one. */
 static int control_config_new(struct agent *a, const struct vt_msg *m, struct agent_config *c)
 {
-	_cleanup_free_ char *events = NULL, *clock = NULL;
+	_cleanup_free_ char *events = NULL, *clock = NULL, *tracer = NULL, *filter = NULL;
 	_cleanup_free_ struct event_spec *ev = NULL;
 	uint32_t kb = a->cfg.buffer_kb;
 	size_t n;
 	int r;
 
-	if (control_opt_str(m, VT_A_EVENTS, &events) < 0 || control_opt_str(m, VT_A_CLOCK, &clock) < 0)
+	if (control_opt_str(m, VT_A_EVENTS, &events) < 0 || control_opt_str(m, VT_A_CLOCK, &clock) < 0 ||
+	    control_opt_str(m, VT_A_TRACER, &tracer) < 0 || control_opt_str(m, VT_A_FTRACE_FILTER, &filter) < 0)
 		return -EBADMSG;
 	r = vt_msg_u32(m, VT_A_BUFFER_KB, &kb);
 	if (r < 0 && r != -ENOENT)
@@ -127,7 +150,12 @@ static int control_config_new(struct agent *a, const struct vt_msg *m, struct ag
 		if (r < 0)
 			return r;
 	}
-	return config_set(c, events ? events : a->cfg.events, clock ? clock : a->cfg.clock, kb);
+	/* Present but "" (or nop): back to the default, which is stored as NULL. */
+	return config_set(c, &(struct agent_config){
+		.events = events ? events : a->cfg.events, .clock = clock ? clock : a->cfg.clock,
+		.buffer_kb = kb,
+		.tracer = !tracer ? a->cfg.tracer : *tracer && strcmp(tracer, "nop") ? tracer : NULL,
+		.ftrace_filter = !filter ? a->cfg.ftrace_filter : *filter ? filter : NULL });
 }
 
 static void control_config(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
@@ -144,6 +172,8 @@ static void control_config(struct agent *a, const struct vt_msg *m, struct vt_bu
 	r = control_config_new(a, m, &c);
 	if (r == 0)
 		r = tracefs_config_check(&a->tfs, &c, &msg);
+	if (r == 0)
+		r = tracefs_filter_try(&a->tfs, c.ftrace_filter, &msg);
 	if (r < 0) {
 		control_error(out, m->hdr.seq, r, "%s", msg ? msg : r == -E2BIG ?
 			      "event list too long: name whole systems (sys) instead of many events" :
@@ -153,7 +183,9 @@ static void control_config(struct agent *a, const struct vt_msg *m, struct vt_bu
 	}
 	config_free(&a->cfg);
 	a->cfg = c;
-	log_info("config: events %s, clock %s, buffer %u KiB", c.events, c.clock, c.buffer_kb);
+	log_info("config: events %s, clock %s, buffer %u KiB, tracer %s%s%s", c.events, c.clock,
+		 c.buffer_kb, c.tracer ? c.tracer : "nop", c.ftrace_filter ? ", functions " : "",
+		 c.ftrace_filter ? c.ftrace_filter : "");
 	control_ok(a, m->hdr.seq, out);
 }
 
@@ -294,8 +326,12 @@ void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 			      "the end of the frame", vt_msg_type_name(type));
 		return;
 	}
-	log_debug("control: %s seq %u", vt_msg_type_name(type), m->hdr.seq);
+	uint64_t t0 = util_now_ns(CLOCK_MONOTONIC), c0 = util_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+
 	handlers[type](a, m, out);
+	log_debug("control: %s seq %u: %" PRIu64 " us, %" PRIu64 " us CPU", vt_msg_type_name(type),
+		  m->hdr.seq, (util_now_ns(CLOCK_MONOTONIC) - t0) / 1000,
+		  (util_now_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / 1000);
 }
 
 /* The original tool's "1"/"0" lines: start with the defaults, stop; no reply. */
@@ -315,7 +351,7 @@ void control_legacy(struct agent *a, char c)
 		log_info("legacy start: already tracing session %" PRIu64, a->session);
 		return;
 	}
-	r = config_set(&a->cfg, AGENT_DEFAULT_EVENTS, AGENT_DEFAULT_CLOCK, a->cfg.buffer_kb);
+	r = config_default(&a->cfg, a->cfg.buffer_kb);
 	if (r == 0)
 		r = session_start(a, 0, &msg);
 	if (r < 0)

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The metadata reply: the guest files the host needs to decode the pages (docs/protocol.md). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent.h"
 #include "log.h"
@@ -20,19 +22,13 @@ struct meta_ctx {
 	uint32_t count;
 };
 
-/* Sends one file; a file that is missing or too big is left out with a warning. */
-static int meta_send(struct meta_ctx *c, const char *name, const char *path)
+/* Appends one META_FILE frame, unless it would pass the reply's bound. */
+static int meta_put(struct meta_ctx *c, const char *name, const char *data, size_t len)
 {
-	_cleanup_free_ char *data = NULL;
-	size_t len;
-	int r = util_read_file(path, META_FILE_MAX, &data, &len);
+	int r;
 
-	if (r < 0) {
-		log_warn("metadata: leaving out %s: %s", path, strerror(-r));
-		return r == -ENOMEM ? r : 0;
-	}
 	if (c->out->len + len > META_TOTAL_MAX) {
-		log_warn("metadata: leaving out %s: the reply would pass %u MiB", path, META_TOTAL_MAX >> 20);
+		log_warn("metadata: leaving out %s: the reply would pass %u MiB", name, META_TOTAL_MAX >> 20);
 		return 0;
 	}
 	vt_msg_begin(c->out, VT_MSG_META_FILE, c->seq);
@@ -42,6 +38,74 @@ static int meta_send(struct meta_ctx *c, const char *name, const char *path)
 	if (r == 0)
 		c->count++;
 	return r;
+}
+
+/* Sends one file; a file that is missing or too big is left out with a warning. */
+static int meta_send(struct meta_ctx *c, const char *name, const char *path)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	uint64_t c0 = util_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	int r = util_read_file(path, META_FILE_MAX, &data, &len);
+
+	if (r < 0) {
+		log_warn("metadata: leaving out %s: %s", path, strerror(-r));
+		return r == -ENOMEM ? r : 0;
+	}
+	r = meta_put(c, name, data, len);
+	log_debug("metadata: %s, %zu bytes, %" PRIu64 " us CPU", name, len,
+		  (util_now_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / 1000);
+	return r;
+}
+
+/* What /proc/kallsyms depends on besides the boot: loaded modules (their addresses too) and
+ * kptr_restrict. */
+static int meta_kallsyms_key(char **ret)
+{
+	_cleanup_free_ char *mods = NULL, *kptr = NULL;
+	size_t len;
+	int r = util_read_file("/proc/modules", META_FILE_MAX, &mods, &len);
+
+	if (r == -ENOENT)
+		mods = strdup(""); /* no module support */
+	else if (r < 0)
+		return r;
+	if (!mods || util_read_file("/proc/sys/kernel/kptr_restrict", 64, &kptr, NULL) < 0)
+		kptr = strdup("?");
+	if (!mods || !kptr || asprintf(ret, "%s\n%s", kptr, mods) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* /proc/kallsyms, from the cache while the key is unchanged: the kernel formats ~200k lines
+ * per read (0.2-0.4 s of guest CPU under TCG), every session. Symbols that come and go
+ * without a module (BPF programs, ftrace trampolines) are not refreshed. */
+static int meta_send_kallsyms(struct meta_ctx *c)
+{
+	struct meta_cache *k = &c->a->kallsyms;
+	_cleanup_free_ char *key = NULL;
+	int r = meta_kallsyms_key(&key);
+
+	if (r < 0 || !k->key || strcmp(k->key, key) != 0) {
+		meta_cache_free(k);
+		if (r < 0)
+			return meta_send(c, "kallsyms", "/proc/kallsyms"); /* no key: no cache */
+		r = util_read_file("/proc/kallsyms", META_FILE_MAX, &k->data, &k->len);
+		if (r < 0) {
+			log_warn("metadata: leaving out /proc/kallsyms: %s", strerror(-r));
+			return r == -ENOMEM ? r : 0;
+		}
+		k->key = TAKE_PTR(key);
+		log_debug("metadata: kallsyms read, %zu bytes", k->len);
+	}
+	return meta_put(c, "kallsyms", k->data, k->len);
+}
+
+void meta_cache_free(struct meta_cache *k)
+{
+	free(k->key);
+	free(k->data);
+	*k = (struct meta_cache){ 0 };
 }
 
 /* A file relative to the tracefs mount, sent under that relative name. */
@@ -61,6 +125,13 @@ static int meta_event(const char *sys, const char *ev, void *data)
 	return meta_send_tracefs(data, rel);
 }
 
+/* A tracer writes ftrace-system entries (function, funcgraph_entry, kernel_stack, ...): send
+ * them all but print, which always goes. */
+static int meta_ftrace_event(const char *sys, const char *ev, void *data)
+{
+	return strcmp(ev, "print") ? meta_event(sys, ev, data) : 0;
+}
+
 int meta_reply(struct agent *a, uint32_t seq, struct vt_buf *out)
 {
 	static const char *const tracefs_files[] = {
@@ -77,8 +148,10 @@ int meta_reply(struct agent *a, uint32_t seq, struct vt_buf *out)
 		r = meta_event("ftrace", "print", &c);
 	if (r == 0)
 		r = tracefs_events_foreach(&a->tfs, a->cfg.events, meta_event, &c);
+	if (r == 0 && config_has_tracer(&a->cfg))
+		r = tracefs_events_foreach(&a->tfs, "ftrace", meta_ftrace_event, &c);
 	if (r == 0)
-		r = meta_send(&c, "kallsyms", "/proc/kallsyms");
+		r = meta_send_kallsyms(&c);
 	if (r == 0)
 		r = meta_send(&c, "notes", "/sys/kernel/notes");
 	if (r < 0)

@@ -240,6 +240,7 @@ int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats)
 	free(a->pumps);
 	a->pumps = NULL;
 	session_close_efds(&a->sh);
+	tracefs_tracer_reset(&a->tfs); /* the pipes are closed now */
 	a->tracing = false;
 	log_info("session %" PRIu64 " stopped", a->session);
 	if (!stats)

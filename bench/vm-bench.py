@@ -5,7 +5,7 @@
 Boots the e2e guest (tests/e2e/boot, TCG here) with the bench programs (build/bench/dhry,
 flood) and bench/guest/lib.sh added to its initramfs, runs bench/guest/SCRIPT.sh in it and
 answers its console requests:
-  vt-bench: ready agent EVENTS KB [MAXSIZE]  trace-collector start (--no-host) before "go"
+  vt-bench: ready agent EVENTS KB [MAXSIZE|- [TRACER]]  trace-collector start (--no-host) before "go"
   vt-bench: ready cat                        host cats drain every trace-path-cpuN.out
   vt-bench: ready none                       nothing
   vt-bench: finished                         stop what was started (trace-collector stop,
@@ -102,12 +102,14 @@ class Bench:
         with open(self.fifo, "w") as f:
             f.write(word + "\n")
 
-    def start_agent(self, events, kb, maxsize=None):
+    def start_agent(self, events, kb, maxsize=None, tracer=None):
         self.session_out = os.path.join(self.tmp, "session.data")
         cmd = [COLLECTOR, "start", "--name", VM, "--dir", self.vmdir, "--run-dir", self.rundir,
                "-e", events, "--buffer-kb", kb, "--no-host", "-o", self.session_out]
-        if maxsize:
+        if maxsize and maxsize != "-":
             cmd += ["--max-size", maxsize]
+        if tracer:
+            cmd += ["--tracer", tracer]
         t0 = time.monotonic()
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:

@@ -94,7 +94,8 @@ int agentctl_send_hello(struct agentctl *a)
 	return agentctl_queue(a);
 }
 
-int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb)
+int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb,
+			 const char *tracer, const char *ftrace_filter)
 {
 	agentctl_begin(a, VT_MSG_CONFIG);
 	if (events)
@@ -103,6 +104,10 @@ int agentctl_send_config(struct agentctl *a, const char *events, const char *clo
 		vt_put_str(&a->out, VT_A_CLOCK, clock);
 	if (buffer_kb)
 		vt_put_u32(&a->out, VT_A_BUFFER_KB, buffer_kb);
+	if (tracer)
+		vt_put_str(&a->out, VT_A_TRACER, tracer);
+	if (ftrace_filter)
+		vt_put_str(&a->out, VT_A_FTRACE_FILTER, ftrace_filter);
 	return agentctl_queue(a);
 }
 

@@ -17,6 +17,7 @@
 
 #define START_USAGE                                                                                   \
 	"--name VM [--dir D] [--run-dir R] [-e EVENTS] [--buffer-kb N] [--clock auto|kvm|ptp]\n"      \
+	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
 	"       [--host-events LIST | --host-perf-args ARGS | --no-host | --host-data FILE]\n"        \
 	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR]\n"                      \
@@ -25,6 +26,8 @@
 	"D/sessions/<UTC time>/, records the host with perf record, and prints the session dir once\n" \
 	"tracing has started. Control socket: R/VM.sock (default " COLLECTOR_RUN_DIR ").\n"            \
 	"  -e EVENTS        guest events, e.g. 'sched:*,irq' (default sched,irq,timer)\n"            \
+	"  --tracer NAME    also run this guest ftrace tracer, e.g. function (default nop: events only)\n" \
+	"  --ftrace-filter GLOBS  functions the tracer traces, e.g. 'vfs_* schedule' (default all)\n" \
 	"  --max-size SIZE  stop when the spools reach SIZE (e.g. 2G)\n"                              \
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"            \
 	"  --clock M        kvm: guest x86-tsc + KVM TSC offsets (exact); ptp: guest mono + probes;\n" \
@@ -75,6 +78,17 @@ static bool start_events_ok(const char *e)
 	return strspn(e, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_:*,") == l;
 }
 
+/* A tracer name, or function globs: the agent checks them against the guest again. */
+static bool start_word_ok(const char *s, size_t max, const char *extra)
+{
+	static const char base[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_";
+	size_t l = strlen(s), n = strspn(s, base);
+
+	while (n < l && strchr(extra, s[n]))
+		n += 1 + strspn(s + n + 1, base);
+	return l <= max && n == l;
+}
+
 /* SEC with up to three decimals, 0.05 .. 3600. */
 static int start_interval(const char *arg, unsigned *ret_ms)
 {
@@ -98,6 +112,8 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'd': *dir = optarg; return 0;
 	case 'R': *run = optarg; return 0;
 	case 'e': o->events = optarg; return start_events_ok(optarg) ? 0 : -EINVAL;
+	case 'T': o->tracer = optarg; return *optarg && start_word_ok(optarg, 63, "") ? 0 : -EINVAL;
+	case 'F': o->ftrace_filter = optarg; return start_word_ok(optarg, 1000, ".*? ,") ? 0 : -EINVAL;
 	case 'c': o->clock = optarg;
 		return !strcmp(optarg, "auto") || !strcmp(optarg, "kvm") || !strcmp(optarg, "ptp") ? 0 : -EINVAL;
 	case 'H': o->host_events = optarg; return start_events_ok(optarg) ? 0 : -EINVAL;
@@ -126,13 +142,14 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "qemu-pid", 1, 0, 'q' }, { "output", 1, 0, 'o' }, { "max-size", 1, 0, 'm' },
 		{ "foreground", 0, 0, 'f' }, { "timeout", 1, 0, 't' }, { "heartbeat", 1, 0, 'B' },
 		{ "probe-interval", 1, 0, 'B' }, { "holdout-probes", 0, 0, 'Z' }, { "kvm-debugfs", 1, 0, 'K' },
-		{ "help", 0, 0, 'h' }, {},
+		{ "tracer", 1, 0, 'T' }, { "ftrace-filter", 1, 0, 'F' }, { "help", 0, 0, 'h' }, {},
 	};
 	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
 	char buf[PATH_MAX];
 	int c, r;
 
-	*o = (struct start_opts){ .events = "sched,irq,timer", .clock = "auto", .timeout_s = 10,
+	*o = (struct start_opts){ .events = "sched,irq,timer", .tracer = "nop", .ftrace_filter = "",
+				   .clock = "auto", .timeout_s = 10,
 				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug" };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "e:o:h", lopts, NULL)) != -1) {

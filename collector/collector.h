@@ -41,6 +41,8 @@ struct start_opts {
 	char vm_dir[PATH_MAX];
 	char run_dir[PATH_MAX];
 	const char *events;
+	const char *tracer;           /* guest current_tracer during the session (default nop) */
+	const char *ftrace_filter;    /* guest set_ftrace_filter globs ("" = every function) */
 	const char *clock;            /* auto|kvm|ptp */
 	const char *host_events;
 	const char *host_perf_args;
@@ -142,7 +144,9 @@ struct agentctl;
 int agentctl_new(struct daemon *d, struct port *port, struct event_base *base, struct agentctl **ret);
 void agentctl_free(struct agentctl *a);
 int agentctl_send_hello(struct agentctl *a);
-int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb);
+/* CONFIG; a NULL string or 0 leaves that attribute out (the agent keeps its value). */
+int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb,
+			 const char *tracer, const char *ftrace_filter);
 int agentctl_send_meta_req(struct agentctl *a);
 int agentctl_send_start(struct agentctl *a, uint64_t session_id);
 int agentctl_send_stop(struct agentctl *a);

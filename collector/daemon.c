@@ -16,6 +16,7 @@
 
 #include "clocksync.h"
 #include "collector.h"
+#include "daemon.h"
 #include "log.h"
 #include "util.h"
 
@@ -25,12 +26,7 @@
 #define PERF_WAIT_NS (30ull * 1000000000ull)
 #define SEC 1000000000ull
 
-enum phase {
-	PH_HELLO, PH_RESET, PH_CONFIG, PH_META, PH_PROBES0, PH_PERF, PH_START, PH_TRACING,
-	PH_PROBES1, PH_STOP, PH_PERF_STOP, PH_STOPPED,
-};
-
-static const char *const phase_names[] = {
+const char *const daemon_phase_names[] = {
 	[PH_HELLO] = "waiting for the agent's hello", [PH_RESET] = "stopping the agent's old session",
 	[PH_CONFIG] = "configuring the agent", [PH_META] = "receiving guest metadata",
 	[PH_PROBES0] = "clock probes", [PH_PERF] = "starting host perf record",
@@ -39,37 +35,6 @@ static const char *const phase_names[] = {
 	[PH_PERF_STOP] = "waiting for host perf record", [PH_STOPPED] = "stopped",
 };
 
-struct daemon {
-	const struct start_opts *o;
-	struct event_base *base;
-	struct event *tick, *sigs[3];
-	enum port_kind kind;
-	struct port ctl, data[COLLECTOR_MAX_CPUS];
-	struct agentctl *agent;
-	struct spool *spools[COLLECTOR_MAX_CPUS];
-	struct hostperf *perf;
-	struct ctlsock *sock;
-	struct session_info s;
-	struct agent_hello hello;
-	int notify_fd, lock_fd, guest_dirfd;
-	struct clocksync clk;
-	enum phase ph;
-	uint64_t deadline_ns, next_hello_ns, next_probe_ns, next_rate_ns;
-	unsigned probes_left;
-	uint64_t probe_id, host_started_ns;
-	bool probe_mark, holdout_due; /* the pending probe is a hold-out; one is due */
-	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun, qemu_exited;
-	char stop_why[64];
-	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
-	bool data_gone[COLLECTOR_MAX_CPUS];
-	struct vt_cpu_stats agent_stats[COLLECTOR_MAX_CPUS];
-	unsigned n_agent_stats;
-	uint64_t meta_refused, unexpected;
-	struct bufferevent *stop_client;
-	int exit_code;
-};
-
-/* One line to `start` waiting in the foreground: "dir PATH", then "ok" or "fail". */
 static void daemon_notify(struct daemon *d, const char *line)
 {
 	if (d->notify_fd >= 0)
@@ -80,7 +45,7 @@ static void daemon_set_phase(struct daemon *d, enum phase ph, uint64_t timeout_n
 {
 	d->ph = ph;
 	d->deadline_ns = timeout_ns ? util_now_ns(CLOCK_MONOTONIC) + timeout_ns : 0;
-	log_debug("phase: %s", phase_names[ph]);
+	log_debug("phase: %s", daemon_phase_names[ph]);
 }
 
 static uint64_t daemon_timeout(const struct daemon *d)
@@ -283,7 +248,8 @@ static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
 		daemon_set_phase(d, PH_RESET, daemon_timeout(d));
 		return;
 	}
-	agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb);
+	agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb, d->o->tracer,
+			     d->o->ftrace_filter);
 	daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 }
 
@@ -382,7 +348,8 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 		break;
 	case PH_RESET:
 		if (t == VT_MSG_STOPPED || t == VT_MSG_ERROR) {
-			agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb);
+			agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb, d->o->tracer,
+			     d->o->ftrace_filter);
 			return daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 		}
 		break;
@@ -445,7 +412,7 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 	}
 	if (log_due(&d->unexpected))
 		log_warn("agent-ctl-path: unexpected '%s' frame (seq %u) while %s, ignored (%llu so far)",
-			 vt_msg_type_name(t), m->hdr.seq, phase_names[d->ph], (unsigned long long)d->unexpected);
+			 vt_msg_type_name(t), m->hdr.seq, daemon_phase_names[d->ph], (unsigned long long)d->unexpected);
 }
 
 void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
@@ -576,91 +543,6 @@ static void daemon_perf_stop(struct daemon *d)
 	daemon_finalize(d);
 }
 
-static void daemon_write_agent_stats(struct daemon *d)
-{
-	_cleanup_free_ char *text = NULL;
-	char path[PATH_MAX + 32];
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-
-	if (!f)
-		return;
-	for (unsigned i = 0; i < d->n_agent_stats; i++) {
-		const struct vt_cpu_stats *s = &d->agent_stats[i];
-
-		fprintf(f, "cpu%u.cpu=%u\ncpu%u.error=%d\ncpu%u.pages_sent=%llu\ncpu%u.bytes_sent=%llu\n"
-			   "cpu%u.entries=%llu\ncpu%u.overrun=%llu\ncpu%u.commit_overrun=%llu\ncpu%u.bytes=%llu\n"
-			   "cpu%u.dropped_events=%llu\ncpu%u.read_events=%llu\n",
-			i, s->cpu, i, s->error, i, (unsigned long long)s->pages_sent, i, (unsigned long long)s->bytes_sent,
-			i, (unsigned long long)s->entries, i, (unsigned long long)s->overrun,
-			i, (unsigned long long)s->commit_overrun, i, (unsigned long long)s->bytes,
-			i, (unsigned long long)s->dropped_events, i, (unsigned long long)s->read_events);
-	}
-	if (fclose(f) != 0 || !d->n_agent_stats)
-		return;
-	snprintf(path, sizeof(path), "%s/agent-stats.ini", d->s.dir);
-	util_write_file(path, text, len, 0600);
-}
-
-/* The guest's own numbers for a CPU: the end marker, else the STOPPED frame. */
-static const struct vt_cpu_stats *daemon_guest_stats(const struct daemon *d, unsigned cpu,
-						     const struct spool_stats *st)
-{
-	if (st->ended)
-		return &st->end;
-	for (unsigned i = 0; i < d->n_agent_stats; i++)
-		if (d->agent_stats[i].cpu == cpu)
-			return &d->agent_stats[i];
-	return NULL;
-}
-
-static void daemon_summary(struct daemon *d, FILE *f)
-{
-	uint64_t overrun = 0, dropped = 0, transport = 0, missed = 0, pages = 0, unknown = 0;
-	struct spool_stats st;
-	char buf[512];
-
-	clocksync_describe(&d->clk, d->s.clock_method, buf, sizeof(buf));
-	fprintf(f, "session: %s\nstopped: %s\nelapsed: %.1f s\nclock: %s%s\n",
-		d->s.dir, d->s.stop_reason, (double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9, buf,
-		d->clk.written ? " (clock.ini)" : d->clk.fitted || !strcmp(d->s.clock_method, "kvm") ? " (clock.ini NOT written)" : "");
-	for (unsigned i = 0; i < d->s.ncpus; i++) {
-		const struct vt_cpu_stats *g;
-
-		spool_stats(d->spools[i], &st);
-		g = daemon_guest_stats(d, i, &st);
-		pages += st.pages;
-		missed += st.missed_events;
-		fprintf(f, "cpu%u: %llu pages (%.1f MiB) spooled", i, (unsigned long long)st.pages,
-			(double)st.pages * d->s.page_size / 1048576.0);
-		if (g) {
-			uint64_t lost = g->pages_sent > st.pages ? g->pages_sent - st.pages : 0;
-
-			fprintf(f, ", guest sent %llu, %llu lost in transport; ring overrun %llu, dropped %llu events",
-				(unsigned long long)g->pages_sent, (unsigned long long)lost,
-				(unsigned long long)g->overrun, (unsigned long long)g->dropped_events);
-			transport += lost;
-			overrun += g->overrun;
-			dropped += g->dropped_events;
-		} else {
-			unknown++;
-		}
-		if (!st.ended)
-			fprintf(f, "; no end marker%s", g ? "" : " and no stop report: shortfall unknown, spool kept up to its last whole page");
-		if (st.discarded)
-			fprintf(f, "; %llu bytes dropped by the host after the stop/limit", (unsigned long long)st.discarded);
-		fputc('\n', f);
-	}
-	fprintf(f, "losses: ring overrun %llu events, ring dropped %llu events, ring missed-events %llu (counted in page headers), transport %llu pages%s\n",
-		(unsigned long long)overrun, (unsigned long long)dropped, (unsigned long long)missed,
-		(unsigned long long)transport, unknown ? " (some CPUs unknown: the guest never reported)" : "");
-	fprintf(f, "pages: %llu in total\n", (unsigned long long)pages);
-	if (d->perf)
-		fprintf(f, "host perf: %s\n", hostperf_state(d->perf, buf, sizeof(buf)));
-	else
-		fprintf(f, "host perf: %s\n", d->o->host_data[0] ? d->o->host_data : "none (--no-host)");
-}
-
 /* The fit (ptp) or the last readings (kvm), clock.ini, and its numbers into session.ini. */
 static void daemon_clock_finish(struct daemon *d)
 {
@@ -688,12 +570,12 @@ static void daemon_finalize(struct daemon *d)
 	d->s.stopped_mono_ns = util_now_ns(CLOCK_MONOTONIC);
 	daemon_set_phase(d, PH_STOPPED, 0);
 	daemon_discard_all(d); /* keep reading the ports, write nothing more */
-	daemon_write_agent_stats(d);
+	daemon_report_agent_stats(d);
 	daemon_clock_finish(d);
 	session_set_state(&d->s, "stopped");
 	f = open_memstream(&text, &len);
 	if (f) {
-		daemon_summary(d, f);
+		daemon_report_summary(d, f);
 		fclose(f);
 		log_info("session finalized\n%s", text ? text : "");
 	}
@@ -721,46 +603,6 @@ void daemon_stop_replied(struct daemon *d)
 		event_base_loopbreak(d->base);
 }
 
-void daemon_status(struct daemon *d, char *buf, size_t size)
-{
-	uint64_t now = util_now_ns(CLOCK_MONOTONIC), total = 0;
-	size_t len = 0;
-	struct spool_stats st;
-	char perf[256], clock[512];
-	FILE *f = fmemopen(buf, size, "w");
-
-	if (!f) {
-		snprintf(buf, size, "error: out of memory\n");
-		return;
-	}
-	fprintf(f, "session: %s\nstate: %s%s%s\n", d->s.dir, phase_names[d->ph],
-		d->s.stop_reason[0] ? " — " : "", d->s.stop_reason);
-	if (!strcmp(d->s.clock_method, "ptp") && !d->clk.written)
-		clocksync_fit(&d->clk); /* the fit so far */
-	clocksync_describe(&d->clk, d->s.clock_method, clock, sizeof(clock));
-	fprintf(f, "elapsed: %.1f s\nclock: %s\n",
-		(double)((d->ph == PH_STOPPED ? d->s.stopped_mono_ns : now) - d->s.started_mono_ns) / 1e9, clock);
-	fprintf(f, "%-6s %10s %12s %8s %12s %13s %10s\n", "cpu", "pages", "bytes", "MB/s", "ring-missed",
-		"missed-events", "transport");
-	for (unsigned i = 0; i < d->s.ncpus; i++) {
-		char lost[32] = "-";
-
-		spool_stats(d->spools[i], &st);
-		total += st.spooled;
-		if (st.ended)
-			snprintf(lost, sizeof(lost), "%llu", (unsigned long long)(st.end.pages_sent > st.pages ? st.end.pages_sent - st.pages : 0));
-		fprintf(f, "cpu%-3u %10llu %12llu %8.2f %12llu %13llu %10s\n", i, (unsigned long long)st.pages,
-			(unsigned long long)st.data_bytes, spool_rate(d->spools[i]), (unsigned long long)st.missed_pages,
-			(unsigned long long)st.missed_events, lost);
-	}
-	fprintf(f, "spool: %.1f MB\nhost perf: %s\n", (double)total / 1e6,
-		d->perf ? hostperf_state(d->perf, perf, sizeof(perf)) : d->o->host_data[0] ? d->o->host_data : "none");
-	fflush(f);
-	len = (size_t)ftell(f);
-	fclose(f);
-	buf[MIN(len, size - 1)] = '\0';
-}
-
 /* ---- periodic work: deadlines, perf readiness, heartbeat, rates ---- */
 
 static void daemon_tick_deadline(struct daemon *d, uint64_t now)
@@ -771,7 +613,7 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 	switch (d->ph) {
 	case PH_HELLO: case PH_RESET: case PH_CONFIG: case PH_META: case PH_START:
 		daemon_fail(d, "no answer from the agent on agent-ctl-path within %u s while %s — is trace-agent running in the guest?",
-			    d->o->timeout_s, phase_names[d->ph]);
+			    d->o->timeout_s, daemon_phase_names[d->ph]);
 		break;
 	case PH_PROBES0:
 		log_warn("clock probes unanswered; the clock stays unaligned");

@@ -112,20 +112,18 @@ static void event_fields(struct guest_event *e)
 			e->comm[i] = e->pid[i] = NULL;
 }
 
-/* perf script resolves %ps/%pS/%pf/%pF/%pB of every tracepoint with the HOST's kernel symbols,
- * which names the wrong function for a guest address: guest print formats print the address
- * (%p) instead. Only the "print fmt:" line (the last one) is edited, in place. */
-static void unresolve_symbols(char *text, size_t *len)
+/* perf script and report resolve %ps-style pointers with the host kernel's symbols (their
+ * libtraceevent resolver is the host machine), which names guest addresses wrongly: print
+ * guest function pointers as hex instead (same length), to be looked up in guest/kallsyms. */
+static void unsymbolize(char *text, size_t len)
 {
-	char *p = memmem(text, *len, "\nprint fmt:", 11), *end = text + *len;
+	char *p = strstr(text, "\nprint fmt: ");
 
-	for (; p && p + 2 < end; p++) {
-		if (p[0] != '%' || p[1] != 'p' || !strchr("sSfFB", p[2]))
-			continue;
-		memmove(p + 2, p + 3, (size_t)(end - (p + 3)));
-		*--end = '\0';
-	}
-	*len = (size_t)(end - text);
+	if (!p)
+		return;
+	for (p += 12; (p = strstr(p, "%p")) && p + 3 <= text + len; p += 3)
+		if (strchr("sSfFB", p[2]) && p[2] && p[3] != 'R')
+			memcpy(p, "%lx", 3);
 }
 
 static int add_format(struct merge_guest *g, int dfd, const char *sys, const char *ev)
@@ -147,7 +145,7 @@ static int add_format(struct merge_guest *g, int dfd, const char *sys, const cha
 	if (!cp || cp->size != 4 || cp->offset + 4 > 64)
 		return -EBADMSG;
 	snprintf(e->sys, sizeof(e->sys), "%s", sys);
-	unresolve_symbols(text, &len);
+	unsymbolize(text, len);
 	e->text = TAKE_PTR(text);
 	e->text_len = len;
 	event_fields(e);

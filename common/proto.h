@@ -26,7 +26,7 @@ enum vt_msg_type {
 	VT_MSG_ERROR = 1,      /* A_ERRNO, A_MESSAGE */
 	VT_MSG_OK = 2,         /* (reply to config/start) A_STATE */
 	VT_MSG_HELLO = 3,      /* host: A_VERSION; agent reply: see docs/protocol.md */
-	VT_MSG_CONFIG = 4,     /* A_EVENTS, A_CLOCK, A_BUFFER_KB (each optional) */
+	VT_MSG_CONFIG = 4,     /* A_EVENTS, A_CLOCK, A_BUFFER_KB, A_TRACER, A_FTRACE_FILTER (each optional) */
 	VT_MSG_META_REQ = 5,   /* -> n x META_FILE, then META_END */
 	VT_MSG_META_FILE = 6,  /* A_FILE_NAME, A_FILE_DATA */
 	VT_MSG_META_END = 7,   /* A_COUNT */
@@ -62,6 +62,8 @@ enum vt_attr_tag {
 	VT_A_GUEST_TIME = 21,   /* u64 guest clock value */
 	VT_A_MARK = 22,         /* u32: 1 = write "vt-probe <id>" into the guest trace first */
 	VT_A_SESSION_ACTIVE = 23, /* u64 session the agent is tracing, in hello replies */
+	VT_A_TRACER = 24,       /* str ftrace tracer of the instance, "nop" = events only */
+	VT_A_FTRACE_FILTER = 25, /* str function globs for set_ftrace_filter, "" = all */
 };
 
 enum vt_agent_state { VT_STATE_IDLE = 0, VT_STATE_TRACING = 1 };

@@ -29,12 +29,10 @@ port_capacity() {
 	say "result kind=port ports=$ncpu $(cat /tmp/port* | awk '{b += $4; if ($6 > s) s = $6} END {printf "bytes %d secs %.3f mbps %.1f", b, s, b / s / 1e6}')"
 }
 
-# load RATE INSTANCE_DIR: the production of one step
+# load RATE INSTANCE_DIR: the production of one step (fn: the caller set the function tracer)
 load() {
 	if [ "$1" = fn ]; then
-		echo function >"$2/current_tracer"
 		/bin/dhry "$secs"
-		echo nop >"$2/current_tracer"
 	else
 		/bin/flood marker "$2/trace_marker" "$1" "$secs"
 	fi
@@ -42,7 +40,8 @@ load() {
 
 step_agent() { # KB RATE
 	a0=$(ticks $(agentpid))
-	ready agent "$EV" "$1"
+	# the agent sets current_tracer itself (before it opens trace_pipe_raw: EBUSY after)
+	if [ "$2" = fn ]; then ready agent "$EV" "$1" - function; else ready agent "$EV" "$1"; fi
 	p=$(agentpid) t0=$(ticks $p) n0=$(runns $p)
 	out=$(load "$2" $A)
 	n1=$(runns $p) e1=$(events $A)
@@ -53,6 +52,7 @@ step_agent() { # KB RATE
 
 step_cat() { # KB RATE
 	mkinst bench "$EV" "$1"
+	[ "$2" = fn ] && echo function >"$B/current_tracer"
 	ready cat
 	echo 1 >"$B/tracing_on"
 	c=0 pids=
@@ -68,6 +68,7 @@ step_cat() { # KB RATE
 	ev=$(events $B) ov=$(overruns $B)
 	kill $pids
 	wait $pids 2>/dev/null
+	echo nop >"$B/current_tracer"
 	finished
 	say "result kind=cat kb=$1 rate=$2 round=$r cat_ticks=$t1 events=$ev overrun=$ov hz=100 load='$out'"
 	echo >"$B/trace"

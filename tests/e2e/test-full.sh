@@ -48,7 +48,7 @@ check "guest and host events interleaved by time" e2e_interleaved "$out"
 check_out "perf script -F +machine_pid,+vcpu shows VM:/VCPU:" "^VM: *$qpid +VCPU: *00[01] " "$PERF" script -i "$out" -F +machine_pid,+vcpu
 check_out "guest events of both vCPUs" "^VCPU: *001 " "$PERF" script -i "$out" -F vcpu,event
 check_out "guest task names follow exec: markers come from 'workload'" "^ *workload +guest_ftrace:print:" "$PERF" script -i "$out" -F comm,event
-check_out "guest kernel addresses printed as addresses, not host symbols" 'guest_ftrace:print: 0xffffffff[0-9a-f]+: vt-e2e line 0 cpu 0' "$PERF" script -i "$out" -F event,trace
+check_out "guest kernel addresses printed as addresses, not host symbols" 'guest_ftrace:print: (0x)?ffffffff[0-9a-f]+: vt-e2e line 0 cpu 0' "$PERF" script -i "$out" -F event,trace
 check "every guest sample's cpu is its vCPU thread's host CPU" \
 	python3 "$VT_SOURCE_ROOT/tests/integration/check-vcpu-cpu.py" --allow-still "$out" "${tids[@]}"
 check_out "perf report --sort comm,pid: guest events reported" "of event 'guest_sched:sched_switch'" "$PERF" report -i "$out" --stdio --sort comm,pid

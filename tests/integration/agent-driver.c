@@ -2,7 +2,8 @@
 /* Drives the real trace-agent on the host's tracefs through common/proto + common/marker:
  * the test plays the host. Ports are unix sockets bound here in a temporary ports dir (the
  * agent connects to sockets it finds there); each case runs its own agent and its own
- * ftrace instance vt_agent_test_<case>. Needs root (the agent does). */
+ * ftrace instance PREFIX_<case>, PREFIX = $VT_TEST_INSTANCE_PREFIX or vt_agent_test. Needs
+ * root (the agent does). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -129,6 +130,14 @@ static const char *agent_path(void)
 	return p ? p : "build/agent/trace-agent";
 }
 
+/* Instance names: a prefix per engineer keeps parallel runs on one host apart. */
+static const char *instance_prefix(void)
+{
+	const char *p = getenv("VT_TEST_INSTANCE_PREFIX");
+
+	return p && *p ? p : "vt_agent_test";
+}
+
 static bool tracefs_ready(void)
 {
 	if (access(TRACEFS "/instances", F_OK) == 0)
@@ -165,7 +174,7 @@ static int drv_up(struct drv *d, const char *name, int skip_cpu)
 	snprintf(d->dir, sizeof(d->dir), "/tmp/vt-agent-XXXXXX");
 	if (!mkdtemp(d->dir))
 		return -1;
-	snprintf(d->instance, sizeof(d->instance), "vt_agent_test_%s", name);
+	snprintf(d->instance, sizeof(d->instance), "%s_%s", instance_prefix(), name);
 	snprintf(d->log, sizeof(d->log), "%s/agent.log", d->dir);
 	d->ctl_lfd = listen_at(d->dir, "agent-ctl-path");
 	for (unsigned c = 0; c < d->ncpus; c++) {
@@ -346,6 +355,22 @@ static int drv_hello(struct drv *d, struct rmsg *ret)
 	return drv_expect(d, VT_MSG_HELLO, seq, ret);
 }
 
+/* CONFIG with a tracer and a function filter (either NULL: attribute left out). */
+static uint32_t drv_config_tracer(struct drv *d, const char *tracer, const char *filter)
+{
+	struct vt_buf b = { 0 };
+	uint32_t seq = ++d->seq;
+
+	vt_msg_begin(&b, VT_MSG_CONFIG, seq);
+	if (tracer)
+		vt_put_str(&b, VT_A_TRACER, tracer);
+	if (filter)
+		vt_put_str(&b, VT_A_FTRACE_FILTER, filter);
+	vt_msg_end(&b);
+	drv_send(d, &b);
+	return seq;
+}
+
 static uint32_t drv_config(struct drv *d, const char *events, const char *clock, uint32_t kb)
 {
 	struct vt_buf b = { 0 };
@@ -431,6 +456,8 @@ struct walk {
 	uint64_t probes;    /* "vt-probe <probe_id>" marks seen */
 	uint64_t probe_id;
 	bool bad_page;
+	uint16_t count_id;          /* events of this id: counted, ip (u64 at 8) checked */
+	uint64_t counted, ip_lo, ip_hi, ip_outside;
 };
 
 static uint16_t print_event_id(void)
@@ -511,6 +538,13 @@ static void walk_page(struct walk *w, const uint8_t *page, size_t psize)
 			memcpy(&id, data, 2);
 			if (dlen >= 2 && id == w->print_id)
 				walk_print(w, data, dlen);
+			if (dlen >= 16 && w->count_id && id == w->count_id) {
+				uint64_t ip;
+
+				memcpy(&ip, data + 8, 8);
+				w->counted++;
+				w->ip_outside += ip < w->ip_lo || ip >= w->ip_hi;
+			}
 		}
 		off += size;
 	}
@@ -619,6 +653,69 @@ static int check_session(struct drv *d, uint64_t session, unsigned count, const 
 	return 0;
 }
 
+/* A whole META reply: the data of the file named want (NULL if absent), the files counted. */
+static int drv_meta(struct drv *d, const char *want, char **ret_data, size_t *ret_len,
+		    uint32_t *ret_files)
+{
+	uint32_t seq = drv_simple(d, VT_MSG_META_REQ, UINT64_MAX), count = 0, files = 0;
+	struct rmsg r;
+
+	*ret_data = NULL;
+	*ret_len = 0;
+	for (;;) {
+		_cleanup_free_ char *name = NULL;
+		struct vt_attr a;
+
+		if (drv_recv(d, &r) < 0 || r.m.hdr.seq != seq)
+			return -1;
+		if (r.m.hdr.type == VT_MSG_META_END) {
+			vt_msg_u32(&r.m, VT_A_COUNT, &count);
+			rmsg_free(&r);
+			break;
+		}
+		if (r.m.hdr.type != VT_MSG_META_FILE || vt_msg_str(&r.m, VT_A_FILE_NAME, 4096, &name) < 0 ||
+		    vt_msg_find(&r.m, VT_A_FILE_DATA, &a) < 0) {
+			rmsg_free(&r);
+			return -1;
+		}
+		files++;
+		if (!*ret_data && !strcmp(name, want)) {
+			*ret_data = strndup((const char *)a.data, a.len);
+			*ret_len = a.len;
+		}
+		rmsg_free(&r);
+	}
+	*ret_files = files;
+	return count == files ? 0 : -1;
+}
+
+/* The instance's file rel, first line, or "" (static buffer: one use per expression). */
+static const char *inst_read(const struct drv *d, const char *rel)
+{
+	static char line[256];
+	_cleanup_free_ char *s = NULL;
+	char p[256];
+
+	snprintf(p, sizeof(p), TRACEFS "/instances/%s/%s", d->instance, rel);
+	line[0] = '\0';
+	if (util_read_file(p, 1 << 16, &s, NULL) == 0)
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(s, "\n"), s);
+	return line;
+}
+
+/* How many times the agent's log has needle. */
+static unsigned log_count(const struct drv *d, const char *needle)
+{
+	_cleanup_free_ char *s = NULL;
+	unsigned n = 0;
+
+	if (util_read_file(d->log, 1 << 22, &s, NULL) < 0)
+		return 0;
+	for (const char *p = s; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
 /* ---- cases ---- */
 
 TEST(full_session)
@@ -703,6 +800,222 @@ TEST(full_session)
 	CHECK_INT(probes, ==, 1);
 	CHECK_INT(drv_down(&d), ==, 0);
 	CHECK(!instance_exists(&d));
+}
+
+/* Sessions in a row: kallsyms is read once while no module changes, an unchanged config is
+ * not written again, a changed one is (old events off, new on). */
+TEST(sessions_reuse_config_and_kallsyms)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	_cleanup_free_ char *k1 = NULL, *k2 = NULL;
+	struct vt_cpu_stats st[MAXCPU];
+	struct rmsg r;
+	size_t l1, l2;
+	uint32_t seq, files;
+
+	CHECK(drv_up(&d, "reuse", -1) == 0);
+	seq = drv_config(&d, "sched:sched_switch", "mono", 256);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_meta(&d, "kallsyms", &k1, &l1, &files) == 0 && k1 && l1 > 1000);
+	CHECK(drv_start(&d, 1) == 0);
+	CHECK_STR(inst_read(&d, "events/sched/sched_switch/enable"), "1");
+	CHECK(drv_stop(&d, 1, st) == 0);
+	CHECK(drv_meta(&d, "kallsyms", &k2, &l2, &files) == 0 && k2);
+	CHECK(l1 == l2 && memcmp(k1, k2, l1) == 0);
+	CHECK_INT(log_count(&d, "metadata: kallsyms read"), ==, 1);
+
+	seq = drv_config(&d, "irq:irq_handler_entry", NULL, 0);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_start(&d, 2) == 0);
+	CHECK_STR(inst_read(&d, "events/sched/sched_switch/enable"), "0");
+	CHECK_STR(inst_read(&d, "events/irq/irq_handler_entry/enable"), "1");
+	CHECK(drv_stop(&d, 2, st) == 0);
+	/* The same config again: still applied, and the stream still works. */
+	CHECK(drv_start(&d, 3) == 0);
+	CHECK_STR(inst_read(&d, "events/irq/irq_handler_entry/enable"), "1");
+	CHECK(write_markers(&d, 0, 100) == 0);
+	CHECK(drv_stop(&d, 3, st) == 0);
+	CHECK(check_session(&d, 3, 100, st, 0, NULL) == 0);
+	CHECK_INT(drv_down(&d), ==, 0);
+}
+
+/* The address of symbol name in a kallsyms text, 0 if absent. */
+static uint64_t kallsyms_addr(const char *text, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		const char *sp = strchr(l, ' ');
+
+		if (sp && (sp[1] == 'T' || sp[1] == 't') && sp[2] == ' ' && !strncmp(sp + 3, name, nl) &&
+		    (sp[3 + nl] == '\n' || sp[3 + nl] == '\0' || sp[3 + nl] == '\t'))
+			return strtoull(l, NULL, 16);
+	}
+	return 0;
+}
+
+/* Whether this host lets an instance run the function tracer with a filter (a locked-down
+ * kernel refuses both with EPERM). */
+static bool host_allows_function(void)
+{
+	char dir[128], p[160];
+	int ok;
+
+	snprintf(dir, sizeof(dir), TRACEFS "/instances/%s_fnprobe", instance_prefix());
+	if (mkdir(dir, 0700) < 0)
+		return false;
+	snprintf(p, sizeof(p), "%s/set_ftrace_filter", dir);
+	ok = util_write_file(p, "vfs_read", 8, 0600) == 0;
+	snprintf(p, sizeof(p), "%s/current_tracer", dir);
+	ok = ok && util_write_file(p, "function", 8, 0600) == 0;
+	(void)util_write_file(p, "nop", 3, 0600);
+	rmdir(dir);
+	return ok;
+}
+
+/* The tracer and filter the agent reports in HELLO. */
+static int drv_tracer(struct drv *d, char **ret_tracer, char **ret_filter)
+{
+	struct rmsg r;
+	int e = -1;
+
+	if (drv_hello(d, &r) < 0)
+		return -1;
+	if (vt_msg_str(&r.m, VT_A_TRACER, 4096, ret_tracer) == 0 &&
+	    vt_msg_str(&r.m, VT_A_FTRACE_FILTER, 4096, ret_filter) == 0)
+		e = 0;
+	rmsg_free(&r);
+	return e;
+}
+
+/* A host that refuses the function tracer (lockdown): the filter is refused at CONFIG, the
+ * tracer at START, both naming the cause; afterwards a plain session works. */
+static void tracer_refused_by_kernel(struct drv *d)
+{
+	_cleanup_free_ char *m1 = NULL, *m2 = NULL;
+	struct vt_cpu_stats st[MAXCPU];
+	struct rmsg r;
+	uint32_t seq;
+
+	seq = drv_config_tracer(d, "function", "vfs_read");
+	CHECK_INT(drv_error(d, seq, &m1), ==, EPERM);
+	CHECK(strstr(m1, "'vfs_read'") && strstr(m1, "lockdown"));
+	seq = drv_config_tracer(d, "function", NULL);
+	CHECK(drv_expect(d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	seq = drv_simple(d, VT_MSG_START, 12); /* refused before any port is opened */
+	CHECK_INT(drv_error(d, seq, &m2), ==, EPERM);
+	CHECK(strstr(m2, "current_tracer") != NULL);
+	CHECK_STR(inst_read(d, "current_tracer"), "nop");
+	seq = drv_config_tracer(d, "nop", NULL);
+	CHECK(drv_expect(d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_start(d, 13) == 0);
+	CHECK(write_markers(d, 0, 50) == 0);
+	CHECK(drv_stop(d, 13, st) == 0);
+	CHECK(check_session(d, 13, 50, st, 0, NULL) == 0);
+	printf("this host refuses the function tracer: refusals checked (the e2e guest test "
+	       "tracer-function runs it)\n");
+}
+
+/* The function tracer with a one-function filter: function entries of vfs_read arrive, their
+ * formats go in META, current_tracer is nop again after STOP. */
+static void tracer_function_runs(struct drv *d)
+{
+	_cleanup_free_ char *fmt = NULL, *ksyms = NULL, *tracer = NULL, *filter = NULL;
+	struct vt_cpu_stats st[MAXCPU];
+	struct rmsg r;
+	size_t len;
+	uint32_t seq, files;
+	uint64_t counted = 0, outside = 0, addr;
+	const char *id;
+
+	seq = drv_config_tracer(d, "function", "vfs_read");
+	CHECK(drv_expect(d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_tracer(d, &tracer, &filter) == 0);
+	CHECK_STR(tracer, "function");
+	CHECK_STR(filter, "vfs_read");
+	CHECK_STR(inst_read(d, "set_ftrace_filter"), "vfs_read");
+	CHECK(drv_meta(d, "events/ftrace/function/format", &fmt, &len, &files) == 0 && fmt);
+	CHECK(strstr(fmt, "parent_ip") != NULL && (id = strstr(fmt, "ID: ")) != NULL);
+	CHECK(drv_meta(d, "kallsyms", &ksyms, &len, &files) == 0 && ksyms);
+	addr = kallsyms_addr(ksyms, "vfs_read");
+	CHECK(addr != 0);
+	CHECK(drv_start(d, 11) == 0);
+	CHECK_STR(inst_read(d, "current_tracer"), "function");
+	for (int i = 0; i < 200; i++) {
+		_cleanup_free_ char *s = NULL;
+
+		CHECK(util_read_file("/proc/self/stat", 4096, &s, NULL) == 0);
+	}
+	CHECK(write_markers(d, 0, 50) == 0);
+	CHECK(drv_stop(d, 11, st) == 0);
+	CHECK_STR(inst_read(d, "current_tracer"), "nop");
+	for (unsigned c = 0; c < d->ncpus; c++) {
+		struct walk w = { .print_id = print_event_id(), .count_id = (uint16_t)atoi(id + 4),
+				  .ip_lo = addr, .ip_hi = addr + 16 };
+
+		CHECK(check_stream(&d->cap[c], 4096, 11, c, &st[c], &w) == 0);
+		CHECK_INT(w.next_seq, ==, 50);
+		counted += w.counted;
+		outside += w.ip_outside;
+	}
+	printf("function entries: %llu, outside vfs_read: %llu\n", (unsigned long long)counted,
+	       (unsigned long long)outside);
+	CHECK_INT(counted, >=, 200);
+	CHECK_INT(outside, ==, 0);
+}
+
+TEST(tracer_function)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct rmsg r;
+	bool allowed = host_allows_function();
+	uint32_t seq;
+
+	CHECK(drv_up(&d, "fn", -1) == 0);
+	seq = drv_config(&d, "sched:sched_switch", "mono", 1024);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	if (allowed)
+		tracer_function_runs(&d);
+	else
+		tracer_refused_by_kernel(&d);
+	CHECK_INT(drv_down(&d), ==, 0); /* also after a failed helper: the agent must exit cleanly */
+}
+
+/* Unknown tracer, bad filter: ERROR naming it, the previous config stays. */
+TEST(tracer_refusals)
+{
+	static const struct {
+		const char *tracer, *filter, *named;
+		int err;
+	} bad[] = {
+		{ "nosuchtracer", NULL, "nosuchtracer", ENOENT },
+		{ "../x", NULL, "../x", ENOENT },
+		{ "function", "vfs_read;reboot", "vfs_read;reboot", EINVAL },
+		{ NULL, "mod:ext4", "mod:ext4", EINVAL },
+	};
+	_cleanup_drv_ struct drv d = { 0 };
+
+	CHECK(drv_up(&d, "fnbad", -1) == 0);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		_cleanup_free_ char *msg = NULL, *tracer = NULL, *filter = NULL;
+		uint32_t seq = drv_config_tracer(&d, bad[i].tracer, bad[i].filter);
+
+		CHECK_INT(drv_error(&d, seq, &msg), ==, bad[i].err);
+		if (!strstr(msg, bad[i].named))
+			fprintf(stderr, "error '%s' does not name '%s'\n", msg, bad[i].named);
+		CHECK(strstr(msg, bad[i].named) != NULL);
+		CHECK(drv_tracer(&d, &tracer, &filter) == 0);
+		CHECK_STR(tracer, "nop");
+		CHECK_STR(filter, "");
+		CHECK_STR(inst_read(&d, "current_tracer"), "nop");
+	}
+	CHECK_INT(drv_down(&d), ==, 0);
 }
 
 /* More data than the ring holds: the pumps must wake (poll + buffer_percent) and stream live. */
@@ -1028,20 +1341,22 @@ static int run_agent(uid_t uid, const char *log, const char *const argv[], char 
 TEST(user_errors_say_what_to_do)
 {
 	char dir[] = "/tmp/vt-agent-err-XXXXXX";
-	char log[64];
+	char log[64], inst[64], ipath[128];
 	char *err = NULL;
 
 	CHECK(tracefs_ready());
 	CHECK(mkdtemp(dir) != NULL);
 	chmod(dir, 0777);
 	snprintf(log, sizeof(log), "%s/log", dir);
-	const char *no_ports[] = { (char *)agent_path(), "--ports-dir", dir, "--instance", "vt_agent_test_err", NULL };
+	snprintf(inst, sizeof(inst), "%s_err", instance_prefix());
+	snprintf(ipath, sizeof(ipath), TRACEFS "/instances/%s", inst);
+	const char *no_ports[] = { (char *)agent_path(), "--ports-dir", dir, "--instance", inst, NULL };
 	CHECK_INT(run_agent(0, log, no_ports, &err), ==, 1);
 	CHECK(strstr(err, "add the virtio-serial channels") != NULL);
 	free(err);
-	CHECK(access(TRACEFS "/instances/vt_agent_test_err", F_OK) != 0);
+	CHECK(access(ipath, F_OK) != 0);
 	const char *no_tracefs[] = { (char *)agent_path(), "--tracefs", dir, "--ports-dir", dir,
-			       "--instance", "vt_agent_test_err", NULL };
+			       "--instance", inst, NULL };
 	CHECK_INT(run_agent(0, log, no_tracefs, &err), ==, 1);
 	CHECK(strstr(err, "mount -t tracefs") != NULL);
 	free(err);

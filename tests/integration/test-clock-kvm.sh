@@ -14,7 +14,7 @@ T=/sys/kernel/tracing
 [ -x "$PERF" ] || { fail "perf not found at $PERF (install linux-perf)"; finish; exit 1; }
 [ -e $T/instances ] || mount -t tracefs nodev $T || { fail "cannot mount tracefs"; finish; exit 1; }
 grep -qw x86-tsc $T/trace_clock || { fail "host has no x86-tsc trace clock (x86 only)"; finish; exit 1; }
-INST=vt_clock_kvm_test_$$
+INST=${VT_TEST_INSTANCE_PREFIX:-vt_clock_kvm_test}_$$
 I=$T/instances/$INST
 W=$(mktemp -d /tmp/vt-clock-kvm.XXXXXX)
 QPID=4242

@@ -11,7 +11,7 @@
 : "${TRACE_AGENT:?}"
 HELP=$VT_SOURCE_ROOT/tests/integration/agent-fifo.py
 VM=vt_fifo_vm
-INST=vt_fifo_test_$$
+INST=${VT_TEST_INSTANCE_PREFIX:-vt_fifo_test}_$$
 NCPU=$(nproc)
 N=4000 # marker lines per CPU per cycle: ~0.6 MB, over half the 1 MiB ring, under all of it
 TRACEFS=/sys/kernel/tracing

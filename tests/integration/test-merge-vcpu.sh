@@ -12,7 +12,7 @@ CHECK_CPU="$(dirname "$0")/check-vcpu-cpu.py"
 [ -x "$PERF" ] || { fail "perf not found at $PERF (install linux-perf)"; finish; exit 1; }
 [ -e $T/instances ] || mount -t tracefs nodev $T || { fail "cannot mount tracefs"; finish; exit 1; }
 [ "$(nproc)" -ge 2 ] || { fail "needs at least 2 host CPUs for vCPU threads to move"; finish; exit 1; }
-INST=vt_merge2_test_$$
+INST=${VT_TEST_INSTANCE_PREFIX:-vt_merge2_test}_$$
 I=$T/instances/$INST
 W=$(mktemp -d /tmp/vt-merge-vcpu.XXXXXX)
 FQ=

@@ -8,7 +8,7 @@ PERF=/usr/bin/perf
 T=/sys/kernel/tracing
 [ -x "$PERF" ] || { fail "perf not found at $PERF (install linux-perf)"; finish; exit 1; }
 [ -e $T/instances ] || mount -t tracefs nodev $T || { fail "cannot mount tracefs"; finish; exit 1; }
-INST=vt_merge_test_$$
+INST=${VT_TEST_INSTANCE_PREFIX:-vt_merge_test}_$$
 I=$T/instances/$INST
 W=$(mktemp -d /tmp/vt-merge-test.XXXXXX)
 cleanup() {

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The daemon's texts: agent-stats.ini, the summary at stop, the status answer. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "clocksync.h"
+#include "collector.h"
+#include "daemon.h"
+#include "log.h"
+#include "util.h"
+
+void daemon_report_agent_stats(const struct daemon *d)
+{
+	_cleanup_free_ char *text = NULL;
+	char path[PATH_MAX + 32];
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return;
+	for (unsigned i = 0; i < d->n_agent_stats; i++) {
+		const struct vt_cpu_stats *s = &d->agent_stats[i];
+
+		fprintf(f, "cpu%u.cpu=%u\ncpu%u.error=%d\ncpu%u.pages_sent=%llu\ncpu%u.bytes_sent=%llu\n"
+			   "cpu%u.entries=%llu\ncpu%u.overrun=%llu\ncpu%u.commit_overrun=%llu\ncpu%u.bytes=%llu\n"
+			   "cpu%u.dropped_events=%llu\ncpu%u.read_events=%llu\n",
+			i, s->cpu, i, s->error, i, (unsigned long long)s->pages_sent, i, (unsigned long long)s->bytes_sent,
+			i, (unsigned long long)s->entries, i, (unsigned long long)s->overrun,
+			i, (unsigned long long)s->commit_overrun, i, (unsigned long long)s->bytes,
+			i, (unsigned long long)s->dropped_events, i, (unsigned long long)s->read_events);
+	}
+	if (fclose(f) != 0 || !d->n_agent_stats)
+		return;
+	snprintf(path, sizeof(path), "%s/agent-stats.ini", d->s.dir);
+	util_write_file(path, text, len, 0600);
+}
+
+/* The guest's own numbers for a CPU: the end marker, else the STOPPED frame. */
+static const struct vt_cpu_stats *daemon_report_guest_stats(const struct daemon *d, unsigned cpu,
+							    const struct spool_stats *st)
+{
+	if (st->ended)
+		return &st->end;
+	for (unsigned i = 0; i < d->n_agent_stats; i++)
+		if (d->agent_stats[i].cpu == cpu)
+			return &d->agent_stats[i];
+	return NULL;
+}
+
+void daemon_report_summary(const struct daemon *d, FILE *f)
+{
+	uint64_t overrun = 0, dropped = 0, transport = 0, missed = 0, pages = 0, unknown = 0;
+	struct spool_stats st;
+	char buf[512];
+
+	clocksync_describe(&d->clk, d->s.clock_method, buf, sizeof(buf));
+	fprintf(f, "session: %s\nstopped: %s\nelapsed: %.1f s\nclock: %s%s\n",
+		d->s.dir, d->s.stop_reason, (double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9, buf,
+		d->clk.written ? " (clock.ini)" : d->clk.fitted || !strcmp(d->s.clock_method, "kvm") ? " (clock.ini NOT written)" : "");
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		const struct vt_cpu_stats *g;
+
+		spool_stats(d->spools[i], &st);
+		g = daemon_report_guest_stats(d, i, &st);
+		pages += st.pages;
+		missed += st.missed_events;
+		fprintf(f, "cpu%u: %llu pages (%.1f MiB) spooled", i, (unsigned long long)st.pages,
+			(double)st.pages * d->s.page_size / 1048576.0);
+		if (g) {
+			uint64_t lost = g->pages_sent > st.pages ? g->pages_sent - st.pages : 0;
+
+			fprintf(f, ", guest sent %llu, %llu lost in transport; ring overrun %llu, dropped %llu events",
+				(unsigned long long)g->pages_sent, (unsigned long long)lost,
+				(unsigned long long)g->overrun, (unsigned long long)g->dropped_events);
+			transport += lost;
+			overrun += g->overrun;
+			dropped += g->dropped_events;
+		} else {
+			unknown++;
+		}
+		if (!st.ended)
+			fprintf(f, "; no end marker%s", g ? "" : " and no stop report: shortfall unknown, spool kept up to its last whole page");
+		if (st.discarded)
+			fprintf(f, "; %llu bytes dropped by the host after the stop/limit", (unsigned long long)st.discarded);
+		fputc('\n', f);
+	}
+	fprintf(f, "losses: ring overrun %llu events, ring dropped %llu events, ring missed-events %llu (counted in page headers), transport %llu pages%s\n",
+		(unsigned long long)overrun, (unsigned long long)dropped, (unsigned long long)missed,
+		(unsigned long long)transport, unknown ? " (some CPUs unknown: the guest never reported)" : "");
+	fprintf(f, "pages: %llu in total\n", (unsigned long long)pages);
+	if (d->perf)
+		fprintf(f, "host perf: %s\n", hostperf_state(d->perf, buf, sizeof(buf)));
+	else
+		fprintf(f, "host perf: %s\n", d->o->host_data[0] ? d->o->host_data : "none (--no-host)");
+}
+
+void daemon_status(struct daemon *d, char *buf, size_t size)
+{
+	uint64_t now = util_now_ns(CLOCK_MONOTONIC), total = 0;
+	size_t len = 0;
+	struct spool_stats st;
+	char perf[256], clock[512];
+	FILE *f = fmemopen(buf, size, "w");
+
+	if (!f) {
+		snprintf(buf, size, "error: out of memory\n");
+		return;
+	}
+	fprintf(f, "session: %s\nstate: %s%s%s\n", d->s.dir, daemon_phase_names[d->ph],
+		d->s.stop_reason[0] ? " — " : "", d->s.stop_reason);
+	if (!strcmp(d->s.clock_method, "ptp") && !d->clk.written)
+		clocksync_fit(&d->clk); /* the fit so far */
+	clocksync_describe(&d->clk, d->s.clock_method, clock, sizeof(clock));
+	fprintf(f, "elapsed: %.1f s\nclock: %s\n",
+		(double)((d->ph == PH_STOPPED ? d->s.stopped_mono_ns : now) - d->s.started_mono_ns) / 1e9, clock);
+	fprintf(f, "%-6s %10s %12s %8s %12s %13s %10s\n", "cpu", "pages", "bytes", "MB/s", "ring-missed",
+		"missed-events", "transport");
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		char lost[32] = "-";
+
+		spool_stats(d->spools[i], &st);
+		total += st.spooled;
+		if (st.ended)
+			snprintf(lost, sizeof(lost), "%llu", (unsigned long long)(st.end.pages_sent > st.pages ? st.end.pages_sent - st.pages : 0));
+		fprintf(f, "cpu%-3u %10llu %12llu %8.2f %12llu %13llu %10s\n", i, (unsigned long long)st.pages,
+			(unsigned long long)st.data_bytes, spool_rate(d->spools[i]), (unsigned long long)st.missed_pages,
+			(unsigned long long)st.missed_events, lost);
+	}
+	fprintf(f, "spool: %.1f MB\nhost perf: %s\n", (double)total / 1e6,
+		d->perf ? hostperf_state(d->perf, perf, sizeof(perf)) : d->o->host_data[0] ? d->o->host_data : "none");
+	fflush(f);
+	len = (size_t)ftell(f);
+	fclose(f);
+	buf[MIN(len, size - 1)] = '\0';
+}

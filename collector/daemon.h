@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Private header of the daemon (daemon.c) and its texts (daemon-report.c). */
+#pragma once
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "clocksync.h"
+#include "collector.h"
+
+enum phase {
+	PH_HELLO, PH_RESET, PH_CONFIG, PH_META, PH_PROBES0, PH_PERF, PH_START, PH_TRACING,
+	PH_PROBES1, PH_STOP, PH_PERF_STOP, PH_STOPPED,
+};
+
+struct daemon {
+	const struct start_opts *o;
+	struct event_base *base;
+	struct event *tick, *sigs[3];
+	enum port_kind kind;
+	struct port ctl, data[COLLECTOR_MAX_CPUS];
+	struct agentctl *agent;
+	struct spool *spools[COLLECTOR_MAX_CPUS];
+	struct hostperf *perf;
+	struct ctlsock *sock;
+	struct session_info s;
+	struct agent_hello hello;
+	int notify_fd, lock_fd, guest_dirfd;
+	struct clocksync clk;
+	enum phase ph;
+	uint64_t deadline_ns, next_hello_ns, next_probe_ns, next_rate_ns;
+	unsigned probes_left;
+	uint64_t probe_id, host_started_ns;
+	bool probe_mark, holdout_due; /* the pending probe is a hold-out; one is due */
+	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun, qemu_exited;
+	char stop_why[64];
+	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
+	bool data_gone[COLLECTOR_MAX_CPUS];
+	struct vt_cpu_stats agent_stats[COLLECTOR_MAX_CPUS];
+	unsigned n_agent_stats;
+	uint64_t meta_refused, unexpected;
+	struct bufferevent *stop_client;
+	int exit_code;
+};
+
+/* One line to `start` waiting in the foreground: "dir PATH", then "ok" or "fail". */
+
+/* Human names of the phases (status, logs). */
+extern const char *const daemon_phase_names[];
+
+/* ---- daemon-report.c ---- */
+/* SESSION/agent-stats.ini from the STOPPED frame's per-CPU stats. */
+void daemon_report_agent_stats(const struct daemon *d);
+/* The summary printed by stop (and logged): per CPU pages, losses, clock, host perf. */
+void daemon_report_summary(const struct daemon *d, FILE *f);

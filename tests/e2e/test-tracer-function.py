@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""e2e: the guest's function tracer through the whole product, read back by the real perf.
+
+trace-collector start --tracer function --ftrace-filter 'vfs_read vfs_write' on the real test
+guest (host perf record of sched:sched_switch, clock ptp); the guest reads and writes files;
+stop merges. Then in the merged perf.data, `perf script` must print guest_ftrace:function
+lines (the guest's ftrace-system formats under the guest_ system, spec §4.2 step 5), every
+traced ip must be vfs_read or vfs_write by the guest's own kallsyms (session guest/kallsyms),
+and the guest's current_tracer must be nop again after the session (checked by the agent's
+log line at stop and by a second, plain session whose file has no function lines).
+  usage: test-tracer-function.py [--keep DIR]"""
+import argparse
+import bisect
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+PERF = "/usr/bin/perf"
+FN_RE = re.compile(r"guest_ftrace:function:\s+(\S+)\s+<--\s+(\S+)")
+
+
+def fail(msg):
+    raise AssertionError(msg)
+
+
+def ok(msg):
+    print(f"ok   {msg}", flush=True)
+
+
+class Guest:
+    def __init__(self, tmp):
+        self.dir, self.log, self.console_in = f"{tmp}/vm", f"{tmp}/console.log", f"{tmp}/console.in"
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest-tracer.sh")
+        self.boot = subprocess.Popen([os.environ["VT_E2E_BOOT"], "--dir", self.dir, "--log", self.log,
+                                      "--script", script, "--console-in", self.console_in,
+                                      "--timeout", "600"])
+
+    def console(self):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait(self, what, text, secs):
+        deadline = time.monotonic() + secs
+        while time.monotonic() < deadline:
+            if text in self.console():
+                ok(what)
+                return
+            if self.boot.poll() is not None:
+                break
+            time.sleep(0.05)
+        fail(f"timed out waiting for: {what}")
+
+    def say(self, text):
+        fd = os.open(self.console_in, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, text.encode())
+        os.close(fd)
+
+
+def collector(*args, **kw):
+    return subprocess.run([os.environ["TRACE_COLLECTOR"], *args], capture_output=True, text=True, **kw)
+
+
+def session(g, tmp, name, extra, go):
+    run_dir, out = f"{tmp}/run-{name}", f"{tmp}/{name}.data"
+    os.makedirs(run_dir)
+    r = collector("start", "--name", "vt-e2e", "--dir", g.dir, "--run-dir", run_dir, "--clock", "ptp",
+                  "-e", "sched:sched_switch", "--host-events", "sched:sched_switch", "-o", out, *extra,
+                  timeout=180)
+    if r.returncode != 0:
+        fail(f"trace-collector start {' '.join(extra)} failed ({r.returncode}): {r.stderr}")
+    sdir = r.stdout.strip().splitlines()[-1]
+    ok(f"session {name} started: {sdir}")
+    if go:
+        g.say("go\n")
+        g.wait("guest did its file I/O", "vt-e2e: io done", 120)
+    else:
+        time.sleep(1)
+    r = collector("stop", "--name", "vt-e2e", "--run-dir", run_dir, timeout=300)
+    if r.returncode != 0:
+        fail(f"trace-collector stop failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    ok(f"session {name} stopped and merged")
+    return sdir, out
+
+
+def kallsyms(path):
+    """Sorted (address, name) of the guest's text symbols."""
+    syms = []
+    for line in open(path):
+        f = line.split()
+        if len(f) >= 3 and f[1] in "tT":
+            syms.append((int(f[0], 16), f[2]))
+    syms.sort()
+    return syms
+
+
+def symbol(syms, text):
+    """The guest symbol perf's hex (or already resolved name) stands for."""
+    if not re.fullmatch(r"(0x)?[0-9a-f]{8,16}", text):
+        return text.split("+")[0]
+    addr = int(text, 16)
+    i = bisect.bisect_right(syms, (addr, "\uffff")) - 1
+    return syms[i][1] if i >= 0 else "?"
+
+
+def perf_lines(out):
+    ps = subprocess.run([PERF, "script", "-i", out, "-F", "event,trace"], capture_output=True, text=True)
+    if ps.returncode != 0:
+        fail(f"perf script failed: {ps.stderr}")
+    return ps.stdout.splitlines()
+
+
+def check_function_lines(sdir, out):
+    lines = perf_lines(out)
+    fn = [FN_RE.search(l) for l in lines if "guest_ftrace:function:" in l]
+    if len(fn) < 100 or None in fn:
+        bad = [l for l in lines if "function" in l][:5]
+        fail(f"{len(fn)} guest_ftrace:function lines (want >= 100, all 'ip <-- parent'): {bad}")
+    if any(re.match(r"\s*ftrace:function", l) for l in lines):
+        fail("a guest function event is named ftrace:function (host name space)")
+    syms = kallsyms(f"{sdir}/guest/kallsyms")
+    names = {}
+    for m in fn:
+        s = symbol(syms, m.group(1))
+        names[s] = names.get(s, 0) + 1
+    if set(names) - {"vfs_read", "vfs_write"}:
+        fail(f"traced functions outside the filter: {names}")
+    ok(f"perf script: {len(fn)} guest_ftrace:function lines, {names} by the guest's kallsyms; "
+       f"first: {lines[[i for i, l in enumerate(lines) if 'guest_ftrace:function' in l][0]].strip()}")
+    sw = sum("guest_sched:sched_switch" in l for l in lines)
+    host = sum(re.match(r"\s*sched:sched_switch", l) is not None for l in lines)
+    if not sw or not host:
+        fail(f"guest sched_switch lines {sw}, host sched_switch lines {host}: both wanted")
+    ok(f"events beside the tracer decode too: {sw} guest_sched:sched_switch, {host} host sched:sched_switch")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--keep")
+    a = ap.parse_args()
+    for need in (PERF, os.environ.get("TRACE_COLLECTOR", "")):
+        if not os.access(need, os.X_OK):
+            print(f"FAIL {need or 'TRACE_COLLECTOR'} missing", file=sys.stderr)
+            return 1
+    with tempfile.TemporaryDirectory(prefix="vt-e2e-tracer.") as tmp:
+        g = Guest(tmp)
+        try:
+            g.wait("guest up, agent started", "vt-e2e: waiting for go", 90)
+            sdir, out = session(g, tmp, "fn", ["--tracer", "function", "--ftrace-filter", "vfs_read vfs_write"], True)
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                with open(f"{a.keep}/script.txt", "w") as f:
+                    f.write("\n".join(perf_lines(out)))
+            check_function_lines(sdir, out)
+            if not os.path.exists(f"{sdir}/guest/events/ftrace/function/format"):
+                fail("no guest/events/ftrace/function/format in the session dir")
+            _, out2 = session(g, tmp, "plain", [], False)
+            n = sum("guest_ftrace:function" in l for l in perf_lines(out2))
+            if n:
+                fail(f"the next session without --tracer still has {n} function lines")
+            ok("the next session without --tracer has no function lines (tracer back to nop)")
+        except AssertionError as e:
+            print(f"FAIL {e}", file=sys.stderr)
+            print("--- console log (tail)\n" + g.console()[-3000:], file=sys.stderr)
+            return 1
+        finally:
+            if g.boot.poll() is None:
+                try:
+                    g.say("end\n")
+                    g.boot.wait(timeout=30)
+                except (OSError, subprocess.TimeoutExpired):
+                    g.boot.terminate()
+                    g.boot.wait()
+    print("tracer function: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
