@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #include "agent.h"
 #include "log.h"
@@ -70,24 +69,6 @@ static int ports_sysfs_lookup(const char *name, char *path, size_t size)
 	}
 	closedir(d);
 	return r;
-}
-
-/* Test ports dirs may hold unix sockets bound by the test: connect to them. */
-static int ports_connect(const char *path, int *ret_fd)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	_cleanup_close_ int fd = -1;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
-	*ret_fd = TAKE_FD(fd);
-	return 0;
 }
 
 static bool ports_is_fifo(const char *path)
@@ -153,7 +134,7 @@ int ports_open(const struct ports *p, const char *name, struct port_fds *ret)
 		return p->dir && r == -ENOENT ? ports_open_fifos(path, ret) : r;
 	}
 	if (S_ISSOCK(st.st_mode)) {
-		r = ports_connect(path, &fd);
+		r = util_unix_connect(path, 0, &fd);
 		return r < 0 ? r : ports_split(fd, ret);
 	}
 	fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC);

@@ -195,21 +195,15 @@ void ctlsock_free(struct ctlsock *c)
 /* Client: sends request, copies reply lines to out until "end"; last reply line in last. */
 int ctlsock_request(const char *path, const char *request, FILE *out, char *last, size_t lastsize)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
 	char buf[4096];
 	size_t total = 0, ll = 0;
 	bool ended = false;
 	FILE *f;
+	int r = util_unix_connect(path, 0, &fd);
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
+	if (r < 0)
+		return r;
 	if (dprintf(fd, "%s\n", request) < 0)
 		return -EIO;
 	f = fdopen(TAKE_FD(fd), "r");

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 
 #include "collector.h"
 #include "util.h"
@@ -67,18 +66,9 @@ static int fifo_open(const char *path)
 
 static int sock_open(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	_cleanup_close_ int fd = -1;
+	int fd, r = util_unix_connect(path, SOCK_NONBLOCK, &fd);
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS)
-		return -errno;
-	return TAKE_FD(fd);
+	return r < 0 ? r : fd;
 }
 
 /* Opens the port; writable also opens NAME.in for FIFO pairs. */

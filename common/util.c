@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 
 ssize_t util_read_full(int fd, void *buf, size_t len)
@@ -205,4 +207,22 @@ uint64_t util_now_ns(int clockid)
 
 	clock_gettime(clockid, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int util_unix_connect(const char *path, int extra_flags, int *ret_fd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | extra_flags, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+	    !((extra_flags & SOCK_NONBLOCK) && errno == EINPROGRESS))
+		return -errno;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
 }

@@ -43,5 +43,8 @@ int util_parse_u64(const char *s, uint64_t max, uint64_t *ret);
 int util_mkdir_p(const char *path, mode_t mode);
 /* True when s is a non-empty name made of [A-Za-z0-9_] only (safe as a file name). */
 bool util_safe_name(const char *s, size_t len);
+/* Connects a stream socket to the unix socket at path; extra_flags may hold SOCK_NONBLOCK
+ * (then a connect still in progress counts as done). 0 or -errno. */
+int util_unix_connect(const char *path, int extra_flags, int *ret_fd);
 /* Monotonic / realtime clocks in ns. */
 uint64_t util_now_ns(int clockid);
