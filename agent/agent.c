@@ -102,33 +102,35 @@ static void agent_signal(struct agent *a)
 	}
 }
 
-/* Writes the whole reply; a host that stops reading cannot keep SIGTERM from us. */
-static int agent_write(struct agent *a, const uint8_t *p, size_t len)
+/* Waits until the control port takes bytes again: 0, or -ECANCELED on a signal (SIGTERM
+ * must not wait on a host that stopped reading), -EPIPE, -errno. */
+static int agent_wait_writable(struct agent *a)
 {
 	struct pollfd pfd[2] = { { .fd = a->ctl.wr, .events = POLLOUT }, { .fd = a->sig_fd, .events = POLLIN } };
 
-	while (len > 0) {
-		ssize_t n = write(a->ctl.wr, p, len);
+	if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+		return -errno;
+	if (pfd[1].revents & POLLIN) {
+		agent_signal(a);
+		return -ECANCELED;
+	}
+	if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL))
+		return -EPIPE;
+	return 0;
+}
 
-		if (n > 0) {
-			p += n;
-			len -= (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -EPIPE;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -errno;
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-			return -errno;
-		if (pfd[1].revents & POLLIN) {
-			agent_signal(a);
-			return -ECANCELED;
-		}
-		if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL))
-			return -EPIPE;
+/* Writes the whole reply; a host that stops reading cannot keep SIGTERM from us. */
+static int agent_write(struct agent *a, const uint8_t *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = util_xfer_step(write(a->ctl.wr, p, len));
+
+		if (n == -EAGAIN)
+			n = agent_wait_writable(a);
+		if (n < 0)
+			return (int)n;
+		p += n;
+		len -= (size_t)n;
 	}
 	return 0;
 }

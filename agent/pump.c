@@ -67,28 +67,27 @@ static int pump_wait(const struct pump_io *io, int fd, short events)
 	}
 }
 
+/* One write or splice to the port: bytes moved, 0 to retry (EINTR, or EAGAIN once the port
+ * is writable again), or -errno (-EPIPE when nothing moved, -ECANCELED on abort). */
+static ssize_t pump_step(const struct pump_io *io, ssize_t n)
+{
+	n = util_xfer_step(n);
+	if (n == -EAGAIN)
+		return pump_wait(io, io->out, POLLOUT);
+	return n;
+}
+
 /* Writes a whole buffer to the port, finishing short writes. */
 static int pump_write_all(const struct pump_io *io, const void *buf, size_t len)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = write(io->out, (const char *)buf + done, len - done);
-		int r;
+		ssize_t n = pump_step(io, write(io->out, (const char *)buf + done, len - done));
 
-		if (n > 0) {
-			done += (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -EPIPE;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -errno;
-		r = pump_wait(io, io->out, POLLOUT);
-		if (r < 0)
-			return r;
+		if (n < 0)
+			return (int)n;
+		done += (size_t)n;
 	}
 	return 0;
 }
@@ -108,22 +107,12 @@ static int pump_marker(const struct pump_io *io, enum vt_marker_kind kind,
 static int pump_flush(const struct pump_io *io, size_t len)
 {
 	while (len > 0) {
-		ssize_t n = splice(io->pipe_r, NULL, io->out, NULL, len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		int r;
+		ssize_t n = pump_step(io, splice(io->pipe_r, NULL, io->out, NULL, len,
+						 SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
 
-		if (n > 0) {
-			len -= (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -EPIPE;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -errno;
-		r = pump_wait(io, io->out, POLLOUT);
-		if (r < 0)
-			return r;
+		if (n < 0)
+			return (int)n;
+		len -= (size_t)n;
 	}
 	return 0;
 }

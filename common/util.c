@@ -48,6 +48,17 @@ int util_write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+ssize_t util_xfer_step(ssize_t n)
+{
+	if (n > 0)
+		return n;
+	if (n == 0)
+		return -EPIPE;
+	if (errno == EINTR)
+		return 0;
+	return -errno;
+}
+
 int util_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len)
 {
 	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);

@@ -29,6 +29,10 @@ static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
 ssize_t util_read_full(int fd, void *buf, size_t len);
 /* Write all len bytes; returns 0 or -errno. Retries EINTR and short writes. */
 int util_write_full(int fd, const void *buf, size_t len);
+/* Classifies one write()/splice() result n to a non-blocking fd (call it before errno can
+ * change): n when bytes moved, 0 to retry (EINTR), -EAGAIN to wait for POLLOUT, -EPIPE when
+ * nothing moved, else -errno. */
+ssize_t util_xfer_step(ssize_t n);
 /* Read a whole file of at most max bytes (NUL-terminated copy); -EFBIG past max. */
 int util_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len);
 /* Same, relative to a directory fd. */

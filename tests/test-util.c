@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -90,4 +91,24 @@ TEST(mkdir_p_nested)
 	CHECK_INT(util_mkdir_p(path, 0700), ==, 0); /* idempotent */
 	snprintf(path, sizeof(path), "rm -rf '%s'", base);
 	CHECK_INT(system(path), ==, 0);
+}
+
+/* A real non-blocking pipe: a partial write, EAGAIN when full, EPIPE with no reader. */
+TEST(xfer_step_pipe)
+{
+	static char big[1 << 20];
+	int fds[2];
+	ssize_t n;
+
+	CHECK_INT(pipe2(fds, O_NONBLOCK | O_CLOEXEC), ==, 0);
+	signal(SIGPIPE, SIG_IGN);
+	n = util_xfer_step(write(fds[1], big, sizeof(big)));
+	CHECK(n > 0 && n < (ssize_t)sizeof(big));
+	CHECK_INT(util_xfer_step(write(fds[1], big, sizeof(big))), ==, -EAGAIN);
+	close(fds[0]);
+	CHECK_INT(util_xfer_step(write(fds[1], big, 1)), ==, -EPIPE);
+	CHECK_INT(util_xfer_step(0), ==, -EPIPE);
+	errno = EINTR;
+	CHECK_INT(util_xfer_step(-1), ==, 0);
+	close(fds[1]);
 }

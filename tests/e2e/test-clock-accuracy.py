@@ -16,19 +16,12 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-PERF = "/usr/bin/perf"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2elib import PERF, collector, fail, main as e2e_main, ok  # noqa: E402
+
 MARK_RE = re.compile(r"^\s*(\d+)\.(\d{9}):\s+guest_ftrace:print:.*vt-probe (\d+)")
-
-
-def fail(msg):
-    raise AssertionError(msg)
-
-
-def ok(msg):
-    print(f"ok   {msg}", flush=True)
 
 
 def read_probes(path):
@@ -44,43 +37,6 @@ def read_probes(path):
 def pct(values, p):
     v = sorted(values)
     return v[min(len(v) - 1, int(p / 100 * len(v)))]
-
-
-class Guest:
-    def __init__(self, tmp):
-        self.tmp, self.dir, self.log = tmp, f"{tmp}/vm", f"{tmp}/console.log"
-        self.console_in = f"{tmp}/console.in"
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest-clock.sh")
-        self.boot = subprocess.Popen([os.environ["VT_E2E_BOOT"], "--dir", self.dir, "--log", self.log,
-                                      "--script", script, "--console-in", self.console_in,
-                                      "--timeout", "600"])
-
-    def console(self):
-        try:
-            with open(self.log, "rb") as f:
-                return f.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def wait(self, what, pred, secs):
-        deadline = time.monotonic() + secs
-        while time.monotonic() < deadline:
-            if pred():
-                ok(what)
-                return
-            if self.boot.poll() is not None:
-                break
-            time.sleep(0.05)
-        fail(f"timed out waiting for: {what}")
-
-    def say(self, text):
-        fd = os.open(self.console_in, os.O_WRONLY | os.O_NONBLOCK)
-        os.write(fd, text.encode())
-        os.close(fd)
-
-
-def collector(*args, **kw):
-    return subprocess.run([os.environ["TRACE_COLLECTOR"], *args], capture_output=True, text=True, **kw)
 
 
 def record(g, tmp, seconds, interval):
@@ -177,41 +133,24 @@ def main():
     ap.add_argument("--result")
     ap.add_argument("--keep", help="copy the session's clock files here (for analysis)")
     a = ap.parse_args()
-    for need in (PERF, os.environ.get("TRACE_COLLECTOR", "")):
-        if not os.access(need, os.X_OK):
-            print(f"FAIL {need or 'TRACE_COLLECTOR'} missing", file=sys.stderr)
-            return 1
-    with tempfile.TemporaryDirectory(prefix="vt-e2e-clock.") as tmp:
-        g = Guest(tmp)
-        try:
-            g.wait("guest up, agent started", lambda: "vt-e2e: waiting for go" in g.console(), 90)
-            session, out, bound = record(g, tmp, a.seconds, a.interval)
-            check_session_ini(session, bound)
-            if a.keep:
-                os.makedirs(a.keep, exist_ok=True)
-                for f in ("clock.samples", "clock.holdout", "clock.ini", "session.ini"):
-                    subprocess.run(["cp", f"{session}/{f}", a.keep], check=False)
-                with open(f"{a.keep}/markers.txt", "w") as mf:
-                    subprocess.run([PERF, "script", "-i", out, "--ns", "-F", "time,event,trace"], stdout=mf)
-            res = check_markers(session, out)
-            res["error_bound_ns"] = bound
-            if a.result:
-                with open(a.result, "w") as f:
-                    f.write(" ".join(f"{k}={v}" for k, v in res.items()) + "\n")
-        except AssertionError as e:
-            print(f"FAIL {e}", file=sys.stderr)
-            print("--- console log (tail)\n" + g.console()[-3000:], file=sys.stderr)
-            return 1
-        finally:
-            if g.boot.poll() is None:
-                try:
-                    g.say("end\n")
-                    g.boot.wait(timeout=30)
-                except (OSError, subprocess.TimeoutExpired):
-                    g.boot.terminate()
-                    g.boot.wait()
-    print("clock accuracy: passed")
-    return 0
+
+    def body(g, tmp):
+        g.wait("guest up, agent started", "vt-e2e: waiting for go", 90)
+        session, out, bound = record(g, tmp, a.seconds, a.interval)
+        check_session_ini(session, bound)
+        if a.keep:
+            os.makedirs(a.keep, exist_ok=True)
+            for f in ("clock.samples", "clock.holdout", "clock.ini", "session.ini"):
+                subprocess.run(["cp", f"{session}/{f}", a.keep], check=False)
+            with open(f"{a.keep}/markers.txt", "w") as mf:
+                subprocess.run([PERF, "script", "-i", out, "--ns", "-F", "time,event,trace"], stdout=mf)
+        res = check_markers(session, out)
+        res["error_bound_ns"] = bound
+        if a.result:
+            with open(a.result, "w") as f:
+                f.write(" ".join(f"{k}={v}" for k, v in res.items()) + "\n")
+
+    return e2e_main("clock accuracy", "vt-e2e-clock.", "guest-clock.sh", body)
 
 
 if __name__ == "__main__":

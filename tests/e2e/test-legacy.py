@@ -12,8 +12,10 @@ import re
 import struct
 import subprocess
 import sys
-import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2elib  # noqa: E402
+from e2elib import fail  # noqa: E402
 
 NCPUS = 2
 LINES = 200
@@ -64,10 +66,6 @@ class Stream:
         return head is not None and head[2] == 2
 
 
-def fail(msg):
-    raise AssertionError(msg)
-
-
 def check_stream(s, lines_seen):
     """Validates one stream; records (line, cpu) pairs found in its ring pages."""
     buf, ps = bytes(s.buf), s.page_size
@@ -114,85 +112,41 @@ def check_lines(lines_seen):
     print(f"ok   all {LINES} workload lines arrived once, each on its own CPU's stream")
 
 
-class Guest:
-    """The booted guest: console log, console input, the control FIFO."""
+class LegacyGuest(e2elib.Guest):
+    """The guest behind `trace-collector setup`: its control FIFO and one Stream per CPU."""
+    CONSOLE_TAIL = None
+    GRACE = 0
 
-    def __init__(self, tmp):
-        self.dir, self.log = f"{tmp}/vm", f"{tmp}/console.log"
-        self.console_in = f"{tmp}/console.in"
+    def prepare(self):
         subprocess.run([os.environ["TRACE_COLLECTOR"], "setup", "--name", "vt-e2e", "--cpus",
                         str(NCPUS), "--dir", self.dir], check=True, stdout=subprocess.DEVNULL)
         self.streams = [Stream(f"{self.dir}/trace-path-cpu{c}.out", c) for c in range(NCPUS)]
-        guest_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest-legacy.sh")
-        self.boot = subprocess.Popen([os.environ["VT_E2E_BOOT"], "--dir", self.dir, "--log", self.log,
-                                      "--script", guest_script, "--console-in", self.console_in,
-                                      "--timeout", "90"])
 
-    def console(self):
-        try:
-            with open(self.log, "rb") as f:
-                return f.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def wait(self, what, pred, secs):
-        deadline = time.monotonic() + secs
-        while time.monotonic() < deadline:
-            for s in self.streams:
-                s.pump()
-            if pred():
-                print(f"ok   {what}")
-                return
-            if self.boot.poll() is not None:
-                break
-            time.sleep(0.05)
-        fail(f"timed out waiting for: {what}")
-
-    def say(self, path, text):
-        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-        os.write(fd, text.encode())
-        os.close(fd)
-
-
-def run(tmp):
-    g = Guest(tmp)
-    try:
-        g.wait("guest agent started and guest script waiting",
-               lambda: "vt-e2e: waiting for go" in g.console(), 60)
-        g.say(f"{g.dir}/agent-ctl-path.in", "1\n")         # echo 1 > agent-ctl-path.in
-        g.wait("begin marker on every CPU's stream", lambda: all(s.has_begin() for s in g.streams), 30)
-        g.say(g.console_in, "go\n")
-        g.wait("guest workload done", lambda: "vt-e2e: workload done" in g.console(), 60)
-        g.say(f"{g.dir}/agent-ctl-path.in", "0\n")         # echo 0 > agent-ctl-path.in
-        g.wait("end marker on every CPU's stream", lambda: all(s.has_end() for s in g.streams), 30)
-        g.say(g.console_in, "end\n")
-        if g.boot.wait(timeout=60) != 0:
-            fail(f"boot exited with status {g.boot.returncode}")
-        print("ok   guest powered off")
-        seen = []
-        for s in g.streams:
+    def tick(self):
+        for s in self.streams:
             s.pump()
-            check_stream(s, seen)
-        check_lines(seen)
-    except BaseException:
-        print("--- console log\n" + g.console(), file=sys.stderr)
-        raise
-    finally:
-        if g.boot.poll() is None:
-            g.boot.terminate()                              # boot's trap reaps QEMU
-            g.boot.wait()
 
 
-def main():
-    with tempfile.TemporaryDirectory(prefix="vt-e2e-legacy.") as tmp:
-        try:
-            run(tmp)
-        except AssertionError as e:
-            print(f"FAIL {e}", file=sys.stderr)
-            return 1
-    print("legacy flow: passed")
-    return 0
+def run(g, tmp):
+    ctl = f"{g.dir}/agent-ctl-path.in"
+    g.wait("guest agent started and guest script waiting", "vt-e2e: waiting for go", 60)
+    g.say("1\n", ctl)                                   # echo 1 > agent-ctl-path.in
+    g.wait("begin marker on every CPU's stream", lambda: all(s.has_begin() for s in g.streams), 30)
+    g.say("go\n")
+    g.wait("guest workload done", "vt-e2e: workload done", 60)
+    g.say("0\n", ctl)                                   # echo 0 > agent-ctl-path.in
+    g.wait("end marker on every CPU's stream", lambda: all(s.has_end() for s in g.streams), 30)
+    g.say("end\n")
+    if g.boot.wait(timeout=60) != 0:
+        fail(f"boot exited with status {g.boot.returncode}")
+    print("ok   guest powered off")
+    seen = []
+    for s in g.streams:
+        s.pump()
+        check_stream(s, seen)
+    check_lines(seen)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(e2elib.main("legacy flow", "vt-e2e-legacy.", "guest-legacy.sh", run, boot_timeout=90,
+                         guest=LegacyGuest, needs=()))

@@ -16,55 +16,12 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
-PERF = "/usr/bin/perf"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2elib import PERF, collector, fail, main as e2e_main, ok  # noqa: E402
+
 FN_RE = re.compile(r"guest_ftrace:function:\s+(\S+)\s+<--\s+(\S+)")
-
-
-def fail(msg):
-    raise AssertionError(msg)
-
-
-def ok(msg):
-    print(f"ok   {msg}", flush=True)
-
-
-class Guest:
-    def __init__(self, tmp):
-        self.dir, self.log, self.console_in = f"{tmp}/vm", f"{tmp}/console.log", f"{tmp}/console.in"
-        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest-tracer.sh")
-        self.boot = subprocess.Popen([os.environ["VT_E2E_BOOT"], "--dir", self.dir, "--log", self.log,
-                                      "--script", script, "--console-in", self.console_in,
-                                      "--timeout", "600"])
-
-    def console(self):
-        try:
-            with open(self.log, "rb") as f:
-                return f.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def wait(self, what, text, secs):
-        deadline = time.monotonic() + secs
-        while time.monotonic() < deadline:
-            if text in self.console():
-                ok(what)
-                return
-            if self.boot.poll() is not None:
-                break
-            time.sleep(0.05)
-        fail(f"timed out waiting for: {what}")
-
-    def say(self, text):
-        fd = os.open(self.console_in, os.O_WRONLY | os.O_NONBLOCK)
-        os.write(fd, text.encode())
-        os.close(fd)
-
-
-def collector(*args, **kw):
-    return subprocess.run([os.environ["TRACE_COLLECTOR"], *args], capture_output=True, text=True, **kw)
 
 
 def session(g, tmp, name, extra, go):
@@ -144,41 +101,24 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--keep")
     a = ap.parse_args()
-    for need in (PERF, os.environ.get("TRACE_COLLECTOR", "")):
-        if not os.access(need, os.X_OK):
-            print(f"FAIL {need or 'TRACE_COLLECTOR'} missing", file=sys.stderr)
-            return 1
-    with tempfile.TemporaryDirectory(prefix="vt-e2e-tracer.") as tmp:
-        g = Guest(tmp)
-        try:
-            g.wait("guest up, agent started", "vt-e2e: waiting for go", 90)
-            sdir, out = session(g, tmp, "fn", ["--tracer", "function", "--ftrace-filter", "vfs_read vfs_write"], True)
-            if a.keep:
-                os.makedirs(a.keep, exist_ok=True)
-                with open(f"{a.keep}/script.txt", "w") as f:
-                    f.write("\n".join(perf_lines(out)))
-            check_function_lines(sdir, out)
-            if not os.path.exists(f"{sdir}/guest/events/ftrace/function/format"):
-                fail("no guest/events/ftrace/function/format in the session dir")
-            _, out2 = session(g, tmp, "plain", [], False)
-            n = sum("guest_ftrace:function" in l for l in perf_lines(out2))
-            if n:
-                fail(f"the next session without --tracer still has {n} function lines")
-            ok("the next session without --tracer has no function lines (tracer back to nop)")
-        except AssertionError as e:
-            print(f"FAIL {e}", file=sys.stderr)
-            print("--- console log (tail)\n" + g.console()[-3000:], file=sys.stderr)
-            return 1
-        finally:
-            if g.boot.poll() is None:
-                try:
-                    g.say("end\n")
-                    g.boot.wait(timeout=30)
-                except (OSError, subprocess.TimeoutExpired):
-                    g.boot.terminate()
-                    g.boot.wait()
-    print("tracer function: passed")
-    return 0
+
+    def body(g, tmp):
+        g.wait("guest up, agent started", "vt-e2e: waiting for go", 90)
+        sdir, out = session(g, tmp, "fn", ["--tracer", "function", "--ftrace-filter", "vfs_read vfs_write"], True)
+        if a.keep:
+            os.makedirs(a.keep, exist_ok=True)
+            with open(f"{a.keep}/script.txt", "w") as f:
+                f.write("\n".join(perf_lines(out)))
+        check_function_lines(sdir, out)
+        if not os.path.exists(f"{sdir}/guest/events/ftrace/function/format"):
+            fail("no guest/events/ftrace/function/format in the session dir")
+        _, out2 = session(g, tmp, "plain", [], False)
+        n = sum("guest_ftrace:function" in l for l in perf_lines(out2))
+        if n:
+            fail(f"the next session without --tracer still has {n} function lines")
+        ok("the next session without --tracer has no function lines (tracer back to nop)")
+
+    return e2e_main("tracer function", "vt-e2e-tracer.", "guest-tracer.sh", body)
 
 
 if __name__ == "__main__":

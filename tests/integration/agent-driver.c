@@ -355,23 +355,9 @@ static int drv_hello(struct drv *d, struct rmsg *ret)
 	return drv_expect(d, VT_MSG_HELLO, seq, ret);
 }
 
-/* CONFIG with a tracer and a function filter (either NULL: attribute left out). */
-static uint32_t drv_config_tracer(struct drv *d, const char *tracer, const char *filter)
-{
-	struct vt_buf b = { 0 };
-	uint32_t seq = ++d->seq;
-
-	vt_msg_begin(&b, VT_MSG_CONFIG, seq);
-	if (tracer)
-		vt_put_str(&b, VT_A_TRACER, tracer);
-	if (filter)
-		vt_put_str(&b, VT_A_FTRACE_FILTER, filter);
-	vt_msg_end(&b);
-	drv_send(d, &b);
-	return seq;
-}
-
-static uint32_t drv_config(struct drv *d, const char *events, const char *clock, uint32_t kb)
+/* CONFIG with the given attributes (NULL or 0: attribute left out). */
+static uint32_t drv_config_all(struct drv *d, const char *events, const char *clock, uint32_t kb,
+			       const char *tracer, const char *filter)
 {
 	struct vt_buf b = { 0 };
 	uint32_t seq = ++d->seq;
@@ -383,9 +369,24 @@ static uint32_t drv_config(struct drv *d, const char *events, const char *clock,
 		vt_put_str(&b, VT_A_CLOCK, clock);
 	if (kb)
 		vt_put_u32(&b, VT_A_BUFFER_KB, kb);
+	if (tracer)
+		vt_put_str(&b, VT_A_TRACER, tracer);
+	if (filter)
+		vt_put_str(&b, VT_A_FTRACE_FILTER, filter);
 	vt_msg_end(&b);
 	drv_send(d, &b);
 	return seq;
+}
+
+/* CONFIG with a tracer and a function filter (either NULL: attribute left out). */
+static uint32_t drv_config_tracer(struct drv *d, const char *tracer, const char *filter)
+{
+	return drv_config_all(d, NULL, NULL, 0, tracer, filter);
+}
+
+static uint32_t drv_config(struct drv *d, const char *events, const char *clock, uint32_t kb)
+{
+	return drv_config_all(d, events, clock, kb, NULL, NULL);
 }
 
 static void capture_begin(struct drv *d)

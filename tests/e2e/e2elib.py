@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Shared parts of the python e2e tests: the booted test guest (tests/e2e/boot with a guest
+script, its console log and console input) and the main() around one test body.
+Imported by tests/e2e/test-*.py from their own directory; environment from meson."""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+PERF = "/usr/bin/perf"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def fail(msg):
+    raise AssertionError(msg)
+
+
+def ok(msg):
+    print(f"ok   {msg}", flush=True)
+
+
+def collector(*args, **kw):
+    """Runs $TRACE_COLLECTOR with args; output captured as text."""
+    return subprocess.run([os.environ["TRACE_COLLECTOR"], *args], capture_output=True, text=True, **kw)
+
+
+class Guest:
+    """The booted guest: console log, console input, boot's process.
+
+    Subclasses may override prepare() (runs before boot starts) and tick() (runs on every poll
+    of wait()); CONSOLE_TAIL is how much console a failure prints (None: all), GRACE how long
+    stop() lets the guest leave after "end" before terminating boot (0: terminate at once)."""
+    CONSOLE_TAIL = 3000
+    GRACE = 30
+
+    def __init__(self, tmp, script, boot_timeout):
+        self.tmp, self.dir, self.log = tmp, f"{tmp}/vm", f"{tmp}/console.log"
+        self.console_in = f"{tmp}/console.in"
+        self.prepare()
+        self.boot = subprocess.Popen([os.environ["VT_E2E_BOOT"], "--dir", self.dir, "--log", self.log,
+                                      "--script", os.path.join(HERE, script),
+                                      "--console-in", self.console_in, "--timeout", str(boot_timeout)])
+
+    def prepare(self):
+        pass
+
+    def tick(self):
+        pass
+
+    def console(self):
+        try:
+            with open(self.log, "rb") as f:
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def wait(self, what, until, secs):
+        """Polls until `until` (a callable, or a text the console must contain) holds."""
+        pred = until if callable(until) else lambda: until in self.console()
+        deadline = time.monotonic() + secs
+        while time.monotonic() < deadline:
+            self.tick()
+            if pred():
+                ok(what)
+                return
+            if self.boot.poll() is not None:
+                break
+            time.sleep(0.05)
+        fail(f"timed out waiting for: {what}")
+
+    def say(self, text, path=None):
+        """Writes text to the console input (or to the FIFO path)."""
+        fd = os.open(path or self.console_in, os.O_WRONLY | os.O_NONBLOCK)
+        os.write(fd, text.encode())
+        os.close(fd)
+
+    def tail(self):
+        text = self.console()
+        return text if self.CONSOLE_TAIL is None else text[-self.CONSOLE_TAIL:]
+
+    def stop(self):
+        """Lets a still running guest leave ("end"), else terminates boot (its trap reaps QEMU)."""
+        if self.boot.poll() is not None:
+            return
+        if self.GRACE:
+            try:
+                self.say("end\n")
+                self.boot.wait(timeout=self.GRACE)
+                return
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.boot.terminate()
+        self.boot.wait()
+
+
+def main(title, prefix, script, body, boot_timeout=600, guest=Guest, needs=(PERF,)):
+    """Boots `guest` with `script` in a fresh temporary directory and runs body(g, tmp).
+    An AssertionError fails the test (exit 1) with the console's tail; the guest is stopped
+    whatever happens."""
+    for need in (*needs, os.environ.get("TRACE_COLLECTOR", "")):
+        if not os.access(need, os.X_OK):
+            print(f"FAIL {need or 'TRACE_COLLECTOR'} missing", file=sys.stderr)
+            return 1
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        g = guest(tmp, script, boot_timeout)
+        try:
+            body(g, tmp)
+        except AssertionError as e:
+            print(f"FAIL {e}", file=sys.stderr)
+            print("--- console log (tail)\n" + g.tail(), file=sys.stderr)
+            return 1
+        except BaseException:
+            print("--- console log (tail)\n" + g.tail(), file=sys.stderr)
+            raise
+        finally:
+            g.stop()
+    print(f"{title}: passed")
+    return 0
