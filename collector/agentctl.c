@@ -46,15 +46,13 @@ static void agentctl_writable(evutil_socket_t fd, short what, void *arg)
 	struct agentctl *a = arg;
 
 	while (a->out_off < a->out.len) {
-		ssize_t n = write(fd, a->out.data + a->out_off, a->out.len - a->out_off);
+		ssize_t n = util_xfer_step(write(fd, a->out.data + a->out_off, a->out.len - a->out_off));
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
+		if (n == -EAGAIN)
 			break;
-		if (n <= 0) {
+		if (n < 0) {
 			event_del(a->rev);
-			daemon_agent_gone(a->d, n < 0 ? -errno : -EPIPE);
+			daemon_agent_gone(a->d, (int)n);
 			return;
 		}
 		a->out_off += (size_t)n;
@@ -190,15 +188,15 @@ static void agentctl_readable(evutil_socket_t fd, short what, void *arg)
 	for (int round = 0; round < 64; round++) {
 		if (vt_reader_space(&a->rd, &p, &room) < 0)
 			return; /* cannot happen with the reader's own bound; keep the loop alive */
-		n = read(fd, p, room);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
+		n = util_xfer_step(read(fd, p, room));
+		if (n == 0)
+			continue; /* EINTR */
+		if (n == -EAGAIN)
 			break;
-		if (n <= 0) {
+		if (n < 0) { /* EOF counts as -EPIPE */
 			event_del(a->rev);
 			event_del(a->wev);
-			daemon_agent_gone(a->d, n < 0 ? -errno : -EPIPE);
+			daemon_agent_gone(a->d, (int)n);
 			return;
 		}
 		a->last_rx_ns = util_now_ns(CLOCK_MONOTONIC);
