@@ -58,8 +58,6 @@ int tracefs_read(const struct tracefs *t, const char *rel, size_t max, char **re
 int tracefs_set_on(const struct tracefs *t, bool on);
 /* Empties the instance's rings (and their stats). */
 int tracefs_reset(const struct tracefs *t);
-/* The current clock name (the bracketed one) of the instance; malloc'd. */
-int tracefs_clock_current(const struct tracefs *t, char **ret);
 /* 0 if the config can be applied; else -errno and *ret_msg says what is wrong. */
 int tracefs_config_check(const struct tracefs *t, const struct agent_config *c, char **ret_msg);
 /* Applies a complete config (events and clock set), writing only what changed since the last

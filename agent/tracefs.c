@@ -177,16 +177,6 @@ static int tracefs_clock_scan(const struct tracefs *t, const char *name, char **
 	return name ? found : 0;
 }
 
-int tracefs_clock_current(const struct tracefs *t, char **ret)
-{
-	*ret = NULL;
-	int r = tracefs_clock_scan(t, NULL, ret, NULL);
-
-	if (r == 0 && !*ret)
-		r = -ENOENT;
-	return r;
-}
-
 static int tracefs_event_exists(const struct tracefs *t, const struct event_spec *e)
 {
 	char p[2 * EVENTS_NAME_MAX + 16];

@@ -50,12 +50,11 @@ void clocksync_close(struct clocksync *c)
 
 void clocksync_probe(struct clocksync *c, bool holdout, const struct clock_sample *s)
 {
-	char line[128];
-	int n = snprintf(line, sizeof(line), "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-			 s->id, s->host_send, s->guest, s->host_recv);
+	char line[CLOCKFIT_SAMPLE_LINE];
+	size_t n = clockfit_format_sample(s, line, sizeof(line));
 
 	if (holdout) {
-		if (c->holdout_fd >= 0 && util_write_full(c->holdout_fd, line, (size_t)n) == 0)
+		if (c->holdout_fd >= 0 && util_write_full(c->holdout_fd, line, n) == 0)
 			c->nholdout++;
 		return;
 	}
@@ -70,7 +69,7 @@ void clocksync_probe(struct clocksync *c, bool holdout, const struct clock_sampl
 		c->samples = v;
 		c->cap = cap;
 	}
-	if (c->samples_fd >= 0 && util_write_full(c->samples_fd, line, (size_t)n) == 0)
+	if (c->samples_fd >= 0 && util_write_full(c->samples_fd, line, n) == 0)
 		c->samples[c->nsamples++] = *s;
 }
 

@@ -12,8 +12,6 @@ struct cmd_entry {
 
 /* Prints "usage:" + the entry's usage text. */
 void cmd_usage(const struct cmd_entry *cmd, int to_stderr);
-/* For subcommands that are not there yet: says so, exits non-zero. */
-int cmd_not_implemented(const struct cmd_entry *cmd);
 
 extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_stop, cmd_merge;
 
@@ -178,8 +176,6 @@ void hostperf_kill(struct hostperf *h);
 void hostperf_free(struct hostperf *h);
 const char *hostperf_state(const struct hostperf *h, char *buf, size_t size);
 int hostperf_exit_status(const struct hostperf *h);
-/* Default host events: sched_switch, plus kvm entry/exit when the host has them. */
-void hostperf_default_events(char *buf, size_t size);
 
 /* ctlsock.c: the daemon's control socket RUN/VM.sock (line protocol). */
 struct ctlsock;

@@ -24,7 +24,8 @@ struct hostperf {
 	char data[PATH_MAX + 16];
 };
 
-void hostperf_default_events(char *buf, size_t size)
+/* Default host events: sched_switch, plus kvm entry/exit when the host has them. */
+static void hostperf_default_events(char *buf, size_t size)
 {
 	struct stat st;
 

@@ -28,12 +28,6 @@ void cmd_usage(const struct cmd_entry *cmd, int to_stderr)
 	fprintf(to_stderr ? stderr : stdout, "Usage: trace-collector %s %s\n", cmd->name, cmd->usage);
 }
 
-int cmd_not_implemented(const struct cmd_entry *cmd)
-{
-	log_error("'%s' is not implemented yet in this build", cmd->name);
-	return 3;
-}
-
 int main(int argc, char **argv)
 {
 	int i = 1;

@@ -480,7 +480,8 @@ bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c)
 	return false;
 }
 
-int merge_guest_rewind(struct merge_guest *g)
+/* Positions every cpu at its first event. */
+static int merge_guest_rewind(struct merge_guest *g)
 {
 	struct merge_losses keep = g->loss;
 

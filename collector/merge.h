@@ -117,8 +117,6 @@ int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t w
 int merge_guest_remap(struct merge_guest *g, const uint8_t *used);
 /* Walks all pages once: validates, learns task names, counts events. */
 int merge_guest_scan(struct merge_guest *g);
-/* Positions every cpu at its first event. */
-int merge_guest_rewind(struct merge_guest *g);
 /* Fills cpu->head (or pending loss); false when the cpu is exhausted. */
 bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c);
 void merge_guest_free(struct merge_guest *g);

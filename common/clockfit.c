@@ -178,12 +178,12 @@ uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest_ns)
 	return (uint64_t)llround(h);
 }
 
-int clockfit_append_sample(FILE *f, const struct clock_sample *s)
+size_t clockfit_format_sample(const struct clock_sample *s, char *buf, size_t len)
 {
-	if (fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", s->id, s->host_send,
-		    s->guest, s->host_recv) < 0)
-		return -EIO;
-	return 0;
+	int n = snprintf(buf, len, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", s->id,
+			 s->host_send, s->guest, s->host_recv);
+
+	return n < 0 || (size_t)n >= len ? 0 : (size_t)n;
 }
 
 int clockfit_read_samples(FILE *f, size_t max, struct clock_sample **ret, size_t *ret_n, size_t *ret_line)

@@ -23,6 +23,7 @@ struct clock_segment {
 };
 
 #define CLOCKFIT_MAX_SEGMENTS 64
+#define CLOCKFIT_SAMPLE_LINE 96 /* 4 u64s, 3 spaces, newline, NUL */
 
 struct clock_fit {
 	unsigned nseg;
@@ -39,7 +40,7 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest_ns);
 
 /* clock.samples: one "id host_send guest host_recv" line per probe. */
-int clockfit_append_sample(FILE *f, const struct clock_sample *s);
+size_t clockfit_format_sample(const struct clock_sample *s, char *buf, size_t len);
 /* Reads at most max samples; malformed lines → -EBADMSG with *ret_line set. */
 int clockfit_read_samples(FILE *f, size_t max, struct clock_sample **ret, size_t *ret_n, size_t *ret_line);
 /* clock.ini, see docs/session-dir.md; read back by common/clock_apply.c. */

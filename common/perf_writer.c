@@ -223,12 +223,6 @@ int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs,
 	return 0;
 }
 
-void perf_writer_sizes(const struct perf_writer *w, uint64_t *ret_in, uint64_t *ret_out)
-{
-	*ret_in = w->in_bytes;
-	*ret_out = w->pos;
-}
-
 void perf_writer_free(struct perf_writer *w)
 {
 	if (!w)

@@ -26,5 +26,3 @@ int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs,
 		       const struct perf_writer_feature *feats, size_t n_feats);
 /* Closes; an unfinished file is removed. */
 void perf_writer_free(struct perf_writer *w);
-/* Bytes of records given and of the data section written (they differ with compression). */
-void perf_writer_sizes(const struct perf_writer *w, uint64_t *ret_in, uint64_t *ret_out);

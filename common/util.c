@@ -10,25 +10,6 @@
 #include <sys/un.h>
 #include <time.h>
 
-ssize_t util_read_full(int fd, void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = read(fd, (char *)buf + done, len - done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
 int util_write_full(int fd, const void *buf, size_t len)
 {
 	size_t done = 0;

@@ -25,8 +25,6 @@ static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
 #define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
 #define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
 
-/* Read exactly len bytes unless EOF; returns bytes read or -errno. Retries EINTR. */
-ssize_t util_read_full(int fd, void *buf, size_t len);
 /* Write all len bytes; returns 0 or -errno. Retries EINTR and short writes. */
 int util_write_full(int fd, const void *buf, size_t len);
 /* Classifies one write()/splice() result n to a non-blocking fd (call it before errno can
