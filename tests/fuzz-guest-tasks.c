@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Fuzz target: the merge's readers of the guest's saved_cmdlines and saved_tgids (guest bytes
+ * stored as received in SESSION/guest/). Input: cmdlines text, a NUL byte, tgids text. */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "merge.h"
+#include "util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int session_dir(void)
+{
+	static int dfd = -1;
+	char tmpl[] = "/tmp/vt-fuzz-tasks-XXXXXX";
+	char sub[sizeof(tmpl) + 8];
+
+	if (dfd >= 0)
+		return dfd;
+	if (!mkdtemp(tmpl))
+		abort();
+	snprintf(sub, sizeof(sub), "%s/guest", tmpl);
+	if (mkdir(sub, 0700) < 0)
+		abort();
+	dfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		abort();
+	return dfd;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	const uint8_t *nul = memchr(data, '\0', size);
+	size_t n1 = nul ? (size_t)(nul - data) : size;
+	struct merge_guest *g = calloc(1, sizeof(*g));
+	int dfd = session_dir();
+
+	if (!g)
+		return 0;
+	/* Write both files relative to the session dir, as the daemon stores them. */
+	for (int i = 0; i < 2; i++) {
+		const char *name = i ? "guest/saved_tgids" : "guest/saved_cmdlines";
+		const uint8_t *p = i ? (nul ? nul + 1 : data + size) : data;
+		size_t len = i ? (nul ? size - n1 - 1 : 0) : n1;
+		int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		if (fd < 0 || util_write_full(fd, p, len) < 0)
+			abort();
+		close(fd);
+	}
+	merge_meta_tasks(g, dfd);
+	for (int32_t pid = -1; pid < 64; pid++) {
+		(void)merge_meta_tgid(g, pid);
+		(void)merge_meta_task_rename(g, pid, "fuzz\x01name", 9);
+	}
+	free(g->tasks);
+	free(g);
+	return 0;
+}
