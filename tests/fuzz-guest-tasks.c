@@ -13,16 +13,31 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static char tmpl[] = "/tmp/vt-fuzz-tasks-XXXXXX";
+
+static void session_dir_remove(void)
+{
+	char path[sizeof(tmpl) + 32];
+
+	snprintf(path, sizeof(path), "%s/guest/saved_cmdlines", tmpl);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/guest/saved_tgids", tmpl);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/guest", tmpl);
+	rmdir(path);
+	rmdir(tmpl);
+}
+
 static int session_dir(void)
 {
 	static int dfd = -1;
-	char tmpl[] = "/tmp/vt-fuzz-tasks-XXXXXX";
 	char sub[sizeof(tmpl) + 8];
 
 	if (dfd >= 0)
 		return dfd;
 	if (!mkdtemp(tmpl))
 		abort();
+	atexit(session_dir_remove);
 	snprintf(sub, sizeof(sub), "%s/guest", tmpl);
 	if (mkdir(sub, 0700) < 0)
 		abort();
