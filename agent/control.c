@@ -201,8 +201,19 @@ static void control_meta(struct agent *a, const struct vt_msg *m, struct vt_buf 
 	}
 }
 
+static void control_stats_le(struct vt_cpu_stats *s);
+
+/* The CPU_STATS attribute: n entries, converted to little-endian in place. */
+static void control_put_stats(struct vt_buf *out, struct vt_cpu_stats *stats, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		control_stats_le(&stats[i]);
+	vt_put_bytes(out, VT_A_CPU_STATS, stats, n * sizeof(*stats));
+}
+
 static void control_start(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 {
+	_cleanup_free_ struct vt_cpu_stats *stats = NULL;
 	_cleanup_free_ char *msg = NULL;
 	uint64_t id;
 	int r;
@@ -217,7 +228,19 @@ static void control_start(struct agent *a, const struct vt_msg *m, struct vt_buf
 			      msg ? msg : strerror(-r));
 		return;
 	}
-	control_ok(a, m->hdr.seq, out);
+	/* Which CPUs stream (error 0) and which do not: the host decides whether that will do. */
+	stats = calloc(a->ncpus, sizeof(*stats));
+	if (!stats) {
+		control_ok(a, m->hdr.seq, out);
+		return;
+	}
+	for (unsigned i = 0; i < a->ncpus; i++)
+		stats[i] = (struct vt_cpu_stats){ .cpu = i, .error = a->pumps[i].stats.error };
+	vt_msg_begin(out, VT_MSG_OK, m->hdr.seq);
+	vt_put_u32(out, VT_A_STATE, VT_STATE_TRACING);
+	vt_put_u64(out, VT_A_SESSION, id);
+	control_put_stats(out, stats, a->ncpus);
+	(void)vt_msg_end(out);
 }
 
 static void control_stats_le(struct vt_cpu_stats *s)
@@ -242,11 +265,9 @@ static void control_stop(struct agent *a, const struct vt_msg *m, struct vt_buf 
 								 : "cannot stop: %s", strerror(-r));
 		return;
 	}
-	for (unsigned i = 0; i < a->ncpus; i++)
-		control_stats_le(&stats[i]);
 	vt_msg_begin(out, VT_MSG_STOPPED, m->hdr.seq);
 	vt_put_u64(out, VT_A_SESSION, id);
-	vt_put_bytes(out, VT_A_CPU_STATS, stats, a->ncpus * sizeof(*stats));
+	control_put_stats(out, stats, a->ncpus);
 	(void)vt_msg_end(out);
 }
 

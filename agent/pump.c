@@ -17,12 +17,14 @@
 #include "util.h"
 
 #define PUMP_TAIL_MAX (1u << 20) /* bound on pages read() at stop */
+#define PUMP_BEGIN_MS 5000       /* a port that takes no begin marker this long fails its CPU */
 
 struct pump_io {
 	int raw, pipe_r, pipe_w, out;
 	int in; /* the port's read side: unused, data ports only write */
 	size_t pipe_size;
 	uint32_t page_size;
+	int wait_ms; /* -1, or how long a write may wait for the port (the begin marker) */
 	const struct pump_shared *sh;
 	struct vt_cpu_stats *stats;
 };
@@ -46,18 +48,23 @@ static void pump_signal(int efd)
 		log_debug("eventfd write: %m");
 }
 
-/* Waits for fd to get events (POLLOUT/POLLIN) unless the agent aborts: 0, -ECANCELED, -EPIPE. */
+/* Waits for fd to get events (POLLOUT/POLLIN) unless the agent aborts: 0, -ECANCELED, -EPIPE,
+ * or -ETIMEDOUT after io->wait_ms. */
 static int pump_wait(const struct pump_io *io, int fd, short events)
 {
 	struct pollfd pfd[2] = { { .fd = fd, .events = events },
 				 { .fd = io->sh->abort_efd, .events = POLLIN } };
 
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
+		int n = poll(pfd, 2, io->wait_ms);
+
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
+		if (n == 0)
+			return -ETIMEDOUT;
 		if (pfd[1].revents)
 			return -ECANCELED;
 		if (pfd[0].revents & events)
@@ -233,8 +240,10 @@ static int pump_stream(struct pump_io *io, bool *ready_sent)
 {
 	int r = pump_open(io, io->stats->cpu);
 
+	io->wait_ms = PUMP_BEGIN_MS;
 	if (r == 0)
 		r = pump_marker(io, VT_MARKER_BEGIN, NULL);
+	io->wait_ms = -1;
 	io->stats->error = r; /* main reads it once ready_efd says so */
 	pump_signal(io->sh->ready_efd);
 	*ready_sent = true;
@@ -255,7 +264,7 @@ static int pump_stream(struct pump_io *io, bool *ready_sent)
 static void *pump_thread(void *arg)
 {
 	struct pump *p = arg;
-	struct pump_io io = { .raw = -1, .pipe_r = -1, .pipe_w = -1, .out = -1, .in = -1,
+	struct pump_io io = { .raw = -1, .pipe_r = -1, .pipe_w = -1, .out = -1, .in = -1, .wait_ms = -1,
 			      .page_size = p->sh->page_size, .sh = p->sh, .stats = &p->stats };
 	bool ready_sent = false;
 	int r = pump_stream(&io, &ready_sent);

@@ -15,6 +15,8 @@
 #include "util.h"
 
 #define SESSION_QUIT_DRAIN_MS 3000
+#define SESSION_STOP_DRAIN_MS 10000 /* a STOP whose ports nobody reads gives up the end markers */
+#define SESSION_READY_MS 10000      /* each pump bounds its own begin marker at 5 s */
 
 static bool session_cpu_online(unsigned cpu)
 {
@@ -71,12 +73,13 @@ static void session_abort(struct agent *a, bool *aborted)
 }
 
 /* Waits until efd has counted want events; SIGTERM/SIGINT meanwhile aborts the pumps, and so
- * does a wait longer than timeout_ms (-1: none). */
-static void session_wait(struct agent *a, int efd, uint64_t want, int timeout_ms)
+ * does a wait longer than timeout_ms (-1: none). What the pumps were doing is named in the log. */
+static int session_wait(struct agent *a, int efd, uint64_t want, int timeout_ms, const char *what)
 {
 	struct pollfd pfd[2] = { { .fd = efd, .events = POLLIN }, { .fd = a->sig_fd, .events = POLLIN } };
 	uint64_t got = 0, v;
 	bool aborted = false;
+	int ret = 0;
 
 	while (got < want) {
 		int n = poll(pfd, 2, aborted ? -1 : timeout_ms);
@@ -85,12 +88,13 @@ static void session_wait(struct agent *a, int efd, uint64_t want, int timeout_ms
 			if (errno == EINTR)
 				continue;
 			log_error("poll while waiting for the CPU threads: %m");
-			return;
+			return -errno;
 		}
 		if (n == 0) {
-			log_warn("CPU threads still blocked on their ports after %d ms (nobody reads them: "
-				 "host gone?): giving up their end markers", timeout_ms);
+			log_warn("%llu of %llu CPU threads still %s after %d ms: aborting them",
+				 (unsigned long long)(want - got), (unsigned long long)want, what, timeout_ms);
 			session_abort(a, &aborted);
+			ret = -ETIMEDOUT;
 		}
 		if (pfd[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
@@ -99,11 +103,13 @@ static void session_wait(struct agent *a, int efd, uint64_t want, int timeout_ms
 				log_info("signal %u: aborting the session", si.ssi_signo);
 				a->quit = true;
 				session_abort(a, &aborted);
+				ret = ret ? ret : -EINTR;
 			}
 		}
 		if ((pfd[0].revents & POLLIN) && read(efd, &v, sizeof(v)) == sizeof(v))
 			got += v;
 	}
+	return ret;
 }
 
 static unsigned session_launch(struct agent *a)
@@ -116,9 +122,9 @@ static unsigned session_launch(struct agent *a)
 
 		p->cpu = cpu;
 		p->sh = &a->sh;
-		p->stats = (struct vt_cpu_stats){ .cpu = cpu, .error = -ENODEV };
+		p->stats = (struct vt_cpu_stats){ .cpu = cpu, .error = -ENXIO };
 		if (!session_cpu_online(cpu))
-			continue;
+			continue; /* offline: no stream, and none expected (docs/protocol.md) */
 		r = pump_start(p);
 		if (r < 0) {
 			p->stats.error = r;
@@ -130,6 +136,22 @@ static unsigned session_launch(struct agent *a)
 	return started;
 }
 
+/* What a pump's failure to write its begin marker means for the user. */
+static const char *session_port_hint(int e)
+{
+	switch (e) {
+	case -ENOENT:
+		return " (add the virtio-serial channels: see trace-collector setup)";
+	case -EPIPE:
+		return " (the guest never saw the host side open: too many ports on one virtio-serial "
+		       "controller? re-run trace-collector setup and restart the VM)";
+	case -ETIMEDOUT:
+		return " (the port took no data for 5 s: nobody reads its host side)";
+	default:
+		return "";
+	}
+}
+
 /* Logs each CPU whose stream could not begin; returns how many did. */
 static unsigned session_check_ready(struct agent *a, char **ret_msg)
 {
@@ -138,15 +160,14 @@ static unsigned session_check_ready(struct agent *a, char **ret_msg)
 	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
 		int e = a->pumps[cpu].stats.error;
 
-		if (e == 0) {
-			ok++;
+		if (e == 0 || e == -ENXIO) {
+			ok += e == 0;
 			continue;
 		}
 		log_error("cpu%u: no stream on trace-path-cpu%u in %s: %s%s", cpu, cpu,
-			  ports_where(&a->ports), strerror(-e),
-			  e == -ENOENT ? " (add the virtio-serial channels: see trace-collector setup)" : "");
-		if (!*ret_msg && asprintf(ret_msg, "cpu%u: cannot stream to trace-path-cpu%u: %s", cpu, cpu,
-					  strerror(-e)) < 0)
+			  ports_where(&a->ports), strerror(-e), session_port_hint(e));
+		if (!*ret_msg && asprintf(ret_msg, "cpu%u: cannot stream to trace-path-cpu%u: %s%s", cpu, cpu,
+					  strerror(-e), session_port_hint(e)) < 0)
 			*ret_msg = NULL;
 	}
 	return ok;
@@ -198,9 +219,17 @@ int session_start(struct agent *a, uint64_t id, char **ret_msg)
 		return -ENOMEM;
 	}
 	started = session_launch(a);
-	session_wait(a, a->sh.ready_efd, started, -1);
+	r = session_wait(a, a->sh.ready_efd, started, SESSION_READY_MS, "writing their begin markers");
 	a->tracing = true;
 	a->session = id;
+	if (r < 0) {
+		if (asprintf(ret_msg, r == -ETIMEDOUT ? "CPU threads did not get their begin markers into "
+			     "their ports within %d ms: aborted" : "interrupted while starting (%d ms)",
+			     SESSION_READY_MS) < 0)
+			*ret_msg = NULL;
+		(void)session_stop(a, &stats);
+		return r;
+	}
 	if (session_check_ready(a, ret_msg) == 0) {
 		(void)session_stop(a, &stats);
 		return -ENODEV;
@@ -229,8 +258,9 @@ int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats)
 	session_latch(a->sh.stop_efd);
 	for (unsigned cpu = 0; cpu < a->ncpus; cpu++)
 		started += a->pumps[cpu].thread_started;
-	/* Exiting (SIGTERM): a host that stopped reading must not keep us forever. */
-	session_wait(a, a->sh.done_efd, started, a->quit ? SESSION_QUIT_DRAIN_MS : -1);
+	/* A host that stopped reading must not keep us forever (less so when exiting on SIGTERM). */
+	(void)session_wait(a, a->sh.done_efd, started, a->quit ? SESSION_QUIT_DRAIN_MS : SESSION_STOP_DRAIN_MS,
+			   "draining their rings into their ports");
 	stats = calloc(a->ncpus, sizeof(*stats));
 	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
 		pump_join(&a->pumps[cpu]);

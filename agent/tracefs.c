@@ -91,6 +91,10 @@ int tracefs_open(struct tracefs *t, const char *root_opt, const char *instance)
 		log_error("cannot open ftrace instance %s: %m", t->inst_path);
 		return r;
 	}
+	/* A new instance records at once: nothing is traced until a session starts. */
+	r = tracefs_set_on(t, false);
+	if (r < 0)
+		log_warn("cannot turn tracing off in %s: %s", t->inst_path, strerror(-r));
 	log_info("tracing in ftrace instance %s", t->inst_path);
 	return 0;
 }

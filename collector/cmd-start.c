@@ -20,7 +20,7 @@
 	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
 	"       [--host-events LIST | --host-perf-args ARGS | --no-host | --host-data FILE]\n"        \
 	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--foreground]\n"         \
-	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR]\n"                      \
+	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
 	"Starts a daemon that drives trace-agent in the guest over the ports in D (default\n"          \
 	COLLECTOR_VM_ROOT "/VM, made by 'trace-collector setup'), spools every CPU's pages into\n"    \
 	"D/sessions/<UTC time>/, records the host with perf record, and prints the session dir once\n" \
@@ -36,7 +36,9 @@
 	"                   --heartbeat is the same); 32 probes are taken at start and at stop\n"   \
 	"  --holdout-probes also send a marked probe each period: the guest writes 'vt-probe ID'\n"  \
 	"                   into its trace, the host logs send/reply times in clock.holdout (not fitted)\n" \
-	"  --kvm-debugfs DIR  debugfs root for the kvm method (default /sys/kernel/debug)\n"
+	"  --kvm-debugfs DIR  debugfs root for the kvm method (default /sys/kernel/debug)\n"         \
+	"  --allow-partial  go on when some guest CPUs cannot stream (named in status, the stop\n"   \
+	"                   summary and session.ini); by default start fails naming them\n"
 
 static int start_run(int argc, char **argv);
 const struct cmd_entry cmd_start = {
@@ -128,6 +130,7 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 't': if (util_parse_u64(optarg, 3600, &v) < 0 || !v) return -EINVAL; o->timeout_s = (unsigned)v; return 0;
 	case 'B': return start_interval(optarg, &o->probe_interval_ms);
 	case 'Z': o->holdout = true; return 0;
+	case 'A': o->allow_partial = true; return 0;
 	case 'K': o->kvm_debugfs = optarg; return strlen(optarg) < 256 ? 0 : -EINVAL;
 	}
 	return -EINVAL;
@@ -142,25 +145,26 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "qemu-pid", 1, 0, 'q' }, { "output", 1, 0, 'o' }, { "max-size", 1, 0, 'm' },
 		{ "foreground", 0, 0, 'f' }, { "timeout", 1, 0, 't' }, { "heartbeat", 1, 0, 'B' },
 		{ "probe-interval", 1, 0, 'B' }, { "holdout-probes", 0, 0, 'Z' }, { "kvm-debugfs", 1, 0, 'K' },
-		{ "tracer", 1, 0, 'T' }, { "ftrace-filter", 1, 0, 'F' }, { "help", 0, 0, 'h' }, {},
+		{ "tracer", 1, 0, 'T' }, { "ftrace-filter", 1, 0, 'F' }, { "allow-partial", 0, 0, 'A' },
+		{ "help", 0, 0, 'h' }, {},
 	};
 	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
 	char buf[PATH_MAX];
-	int c, r;
+	int c, r, li;
 
 	*o = (struct start_opts){ .events = "sched,irq,timer", .tracer = "nop", .ftrace_filter = "",
 				   .clock = "auto", .timeout_s = 10,
 				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug" };
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "e:o:h", lopts, NULL)) != -1) {
+	while ((li = -1, c = getopt_long(argc, argv, "e:o:h", lopts, &li)) != -1) {
 		if (c == 'h') {
 			cmd_usage(&cmd_start, 0);
 			return 1;
 		}
 		if (c == '?' || (r = start_parse_one(o, c, &dir, &run)) < 0) {
 			if (c != '?')
-				log_error("invalid value '%s' for option '%s' (see trace-collector start --help)",
-					  optarg, argv[optind - 1]);
+				log_error("invalid value '%s' for option %s%s (see trace-collector start --help)",
+					  optarg, li >= 0 ? "--" : "-", li >= 0 ? lopts[li].name : (char[]){ (char)c, 0 });
 			return -EINVAL;
 		}
 	}

@@ -54,6 +54,7 @@ struct start_opts {
 	unsigned timeout_s;           /* agent answer timeout */
 	unsigned probe_interval_ms;   /* probe (heartbeat) period while tracing */
 	bool holdout;                 /* --holdout-probes: one marked probe per period */
+	bool allow_partial;           /* --allow-partial: go on when some CPUs cannot stream */
 	const char *kvm_debugfs;      /* debugfs root for the kvm method */
 };
 
@@ -93,6 +94,7 @@ struct session_info {
 	char guest_release[128], guest_arch[32];
 	char stop_reason[128];
 	char output[PATH_MAX];
+	char missing_cpus[1280]; /* CPUs that cannot stream (--allow-partial), e.g. "13,14,15" */
 };
 int session_create(const char *vm_dir, struct session_info *s);
 int session_write(const struct session_info *s);
@@ -155,6 +157,7 @@ int agentctl_parse_hello(const struct vt_msg *m, struct agent_hello *ret);
  * of the name goes to ret_name (for messages) in any case. */
 int agentctl_store_meta(struct agentctl *a, const struct vt_msg *m, int guest_dirfd, char *ret_name,
 			size_t size);
+/* Also reads the per-CPU part of START's OK (error 0: streaming, -ENXIO: CPU offline). */
 int agentctl_parse_stopped(const struct vt_msg *m, uint64_t session_id, struct vt_cpu_stats *stats,
 			   unsigned ncpus, unsigned *ret_n);
 uint64_t agentctl_last_rx(const struct agentctl *a);

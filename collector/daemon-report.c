@@ -63,6 +63,10 @@ void daemon_report_summary(const struct daemon *d, FILE *f)
 
 		spool_stats(d->spools[i], &st);
 		g = daemon_report_guest_stats(d, i, &st);
+		if (d->cpu_missing[i]) {
+			fprintf(f, "cpu%u: NOT TRACED: the guest could not stream it (--allow-partial)\n", i);
+			continue;
+		}
 		pages += st.pages;
 		missed += st.missed_events;
 		fprintf(f, "cpu%u: %llu pages (%.1f MiB) spooled", i, (unsigned long long)st.pages,
@@ -89,6 +93,8 @@ void daemon_report_summary(const struct daemon *d, FILE *f)
 		(unsigned long long)overrun, (unsigned long long)dropped, (unsigned long long)missed,
 		(unsigned long long)transport, unknown ? " (some CPUs unknown: the guest never reported)" : "");
 	fprintf(f, "pages: %llu in total\n", (unsigned long long)pages);
+	if (d->s.missing_cpus[0])
+		fprintf(f, "NOT TRACED: guest CPUs %s (start --allow-partial)\n", d->s.missing_cpus);
 	if (d->perf)
 		fprintf(f, "host perf: %s\n", hostperf_state(d->perf, buf, sizeof(buf)));
 	else
@@ -123,10 +129,16 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 		total += st.spooled;
 		if (st.ended)
 			snprintf(lost, sizeof(lost), "%llu", (unsigned long long)(st.end.pages_sent > st.pages ? st.end.pages_sent - st.pages : 0));
+		if (d->cpu_missing[i]) {
+			fprintf(f, "cpu%-3u NOT TRACED: the guest cannot stream this CPU (--allow-partial)\n", i);
+			continue;
+		}
 		fprintf(f, "cpu%-3u %10llu %12llu %8.2f %12llu %13llu %10s\n", i, (unsigned long long)st.pages,
 			(unsigned long long)st.data_bytes, spool_rate(d->spools[i]), (unsigned long long)st.missed_pages,
 			(unsigned long long)st.missed_events, lost);
 	}
+	if (d->s.missing_cpus[0])
+		fprintf(f, "not traced: guest CPUs %s\n", d->s.missing_cpus);
 	fprintf(f, "spool: %.1f MB\nhost perf: %s\n", (double)total / 1e6,
 		d->perf ? hostperf_state(d->perf, perf, sizeof(perf)) : d->o->host_data[0] ? d->o->host_data : "none");
 	fflush(f);

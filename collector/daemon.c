@@ -310,8 +310,44 @@ static void daemon_error_text(const struct vt_msg *m, char *buf, size_t size)
 			*p = '?';
 }
 
-static void daemon_on_started(struct daemon *d)
+/* Names the CPUs that START's OK says cannot stream into d->s.missing_cpus; how many. */
+static unsigned daemon_missing_cpus(struct daemon *d, const struct vt_msg *m, char *why, size_t size)
 {
+	struct vt_cpu_stats st[COLLECTOR_MAX_CPUS];
+	unsigned n = 0, missing = 0;
+	size_t at = 0, wat = 0;
+
+	if (agentctl_parse_stopped(m, d->s.session_id, st, d->s.ncpus, &n) < 0)
+		return 0; /* an agent before 0.2 does not say: trust its OK */
+	for (unsigned i = 0; i < n; i++) {
+		int e = st[i].error;
+
+		if (e == 0 || e == -ENXIO)
+			continue;
+		d->cpu_missing[i] = true;
+		missing++;
+		/* at most 256 CPUs of 3 digits and a comma: always fits */
+		at += (size_t)snprintf(d->s.missing_cpus + at, sizeof(d->s.missing_cpus) - at, "%s%u", at ? "," : "", i);
+		if (wat < size)
+			wat += (size_t)snprintf(why + wat, size - wat, "%scpu%u (%s)", wat ? ", " : "", i,
+						e < 0 && e > -4096 ? strerror(-e) : "bad error code");
+	}
+	return missing;
+}
+
+static void daemon_on_started(struct daemon *d, const struct vt_msg *m)
+{
+	char why[1024] = "";
+	unsigned missing = daemon_missing_cpus(d, m, why, sizeof(why));
+
+	if (missing && !d->o->allow_partial)
+		return daemon_fail(d, "start failed: %u of %u guest CPUs cannot stream: %s. Their trace-path "
+				   "ports are not usable in the guest: re-run 'trace-collector setup' for this VM (it "
+				   "spreads the ports over several virtio-serial controllers), update the VM's "
+				   "arguments or domain and restart it; or pass --allow-partial to trace the other CPUs",
+				   missing, d->s.ncpus, why);
+	if (missing)
+		log_warn("tracing without %u of %u guest CPUs (--allow-partial): %s", missing, d->s.ncpus, why);
 	session_set_state(&d->s, "tracing");
 	daemon_set_phase(d, PH_TRACING, 0);
 	d->started_ok = true;
@@ -394,7 +430,7 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 		break;
 	case PH_START:
 		if (t == VT_MSG_OK)
-			return daemon_on_started(d);
+			return daemon_on_started(d, m);
 		if (t == VT_MSG_ERROR)
 			return daemon_fail(d, "the agent refused to start: %s", err);
 		break;
@@ -499,7 +535,7 @@ static bool daemon_all_ended(const struct daemon *d)
 
 	for (unsigned i = 0; i < d->s.ncpus; i++) {
 		spool_stats(d->spools[i], &st);
-		if (!st.ended && !d->data_gone[i])
+		if (!st.ended && !d->data_gone[i] && !d->cpu_missing[i])
 			return false;
 	}
 	return true;

@@ -38,6 +38,7 @@ struct daemon {
 	char stop_why[64];
 	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
 	bool data_gone[COLLECTOR_MAX_CPUS];
+	bool cpu_missing[COLLECTOR_MAX_CPUS]; /* no stream this session: never wait for its end marker */
 	struct vt_cpu_stats agent_stats[COLLECTOR_MAX_CPUS];
 	unsigned n_agent_stats;
 	uint64_t meta_refused, unexpected;

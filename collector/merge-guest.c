@@ -73,6 +73,9 @@ static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t wh
 	g->session_read = true;
 	if (ini_get(ini, "host_data", g->host_data, sizeof(g->host_data)) < 0)
 		g->host_data[0] = '\0';
+	if (ini_get(ini, "missing_cpus", g->missing_cpus, sizeof(g->missing_cpus)) < 0 ||
+	    strspn(g->missing_cpus, "0123456789,") != strlen(g->missing_cpus))
+		g->missing_cpus[0] = '\0';
 	return 0;
 }
 
@@ -335,26 +338,33 @@ static bool next_page(struct merge_guest *g, struct guest_cpu *c)
 
 		c->pos += g->page_size;
 		if (pread(c->fd, c->page, g->page_size, (off_t)at) != g->page_size) {
-			g->loss.damaged_pages++;
+			g->loss.damaged_read++;
 			return false;
 		}
 		r = vt_marker_decode(c->page, g->page_size, &m);
 		if (r == 1 && m.kind == VT_MARKER_END && m.session_id == g->session_id) {
 			c->have_end = true;
 			c->pages_sent = m.stats.pages_sent;
+			c->end_overrun = m.stats.overrun;
 			return false;
 		}
 		if (r != 0 || ftrace_page_begin(&c->it, &g->layout, c->page, g->page_size) < 0) {
-			g->loss.damaged_pages++;
+			if (r != 0)
+				g->loss.damaged_marker++;
+			else
+				g->loss.damaged_header++;
 			c->pages_bad++;
 			continue;
 		}
 		c->pages_read++;
 		if (c->it.missed) {
 			g->loss.ring_missed_pages++;
+			/* A count the kernel had no room to store: one event at least; the end marker's
+			 * overrun settles the rest. */
 			c->pending_lost = c->it.lost_known && c->it.lost ? c->it.lost : 1;
 			if (c->it.lost_known)
 				g->loss.ring_lost_events += c->it.lost;
+			c->ring_lost_written += c->pending_lost;
 			c->lost_ts = c->it.ts;
 		}
 		return true;
@@ -473,6 +483,13 @@ bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c)
 
 			g->loss.transport_missing_pages += missing;
 			c->pending_lost = missing * per_page;
+		}
+		/* Events overwritten after the last page read, or counts no page had room for. */
+		if (c->have_end && c->end_overrun > c->ring_lost_written) {
+			g->loss.ring_lost_unstored += c->end_overrun - c->ring_lost_written;
+			c->pending_lost += c->end_overrun - c->ring_lost_written;
+		}
+		if (c->pending_lost) {
 			c->lost_ts = c->last_ts ? c->last_ts : 1;
 			return true;
 		}
@@ -497,6 +514,7 @@ static int merge_guest_rewind(struct merge_guest *g)
 		c->pos = c->data_off;
 		c->have_end = c->in_page = c->head_valid = c->final_lost_done = false;
 		c->pages_read = c->pages_bad = c->last_raw_ts = c->last_ts = c->pending_lost = c->events = 0;
+		c->end_overrun = c->ring_lost_written = 0;
 	}
 	return 0;
 }

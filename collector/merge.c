@@ -236,8 +236,11 @@ static void summary(const struct merge_ctx *m, const char *out)
 	const struct { const char *what; uint64_t n; } loss[] = {
 		{ "ring pages with missed events (LOST_SAMPLES written)", l->ring_missed_pages },
 		{ "events lost in the guest ring (stored counts)", l->ring_lost_events },
+		{ "events lost in the guest ring (end marker's overrun beyond the stored counts)", l->ring_lost_unstored },
 		{ "pages missing in transport (sent - received)", l->transport_missing_pages },
-		{ "damaged pages dropped", l->damaged_pages },
+		{ "damaged pages dropped: unreadable spool", l->damaged_read },
+		{ "damaged pages dropped: marker-like page not of this session", l->damaged_marker },
+		{ "damaged pages dropped: bad ring page header", l->damaged_header },
 		{ "malformed events dropped", l->bad_events },
 		{ "events with an unknown id dropped", l->unknown_event_ids },
 		{ "events going back in time dropped", l->backwards_ts },
@@ -256,6 +259,9 @@ static void summary(const struct merge_ctx *m, const char *out)
 	       m->host.present ? "recording merged" : "none (guest only)", m->host.samples, m->host_written);
 	printf("  guest:  %" PRIu64 " samples written, %zu event formats, %zu task names, %u vCPUs\n",
 	       m->guest_samples, m->guest.n_events, m->guest.n_tasks, m->guest.ncpus);
+	if (m->guest.missing_cpus[0])
+		printf("  NOT TRACED: guest CPUs %s (they could not stream; start --allow-partial)\n",
+		       m->guest.missing_cpus);
 	for (size_t i = 0; m->guest.present && i < m->guest.n_events; i++)
 		if (m->guest.events[i].count)
 			printf("          guest_%s:%s %" PRIu64 "\n", m->guest.events[i].sys,

@@ -34,8 +34,10 @@ struct merge_options {
 
 /* What was dropped or lost, by kind (the summary prints each non-zero one). */
 struct merge_losses {
-	uint64_t damaged_pages, bad_events, unknown_event_ids, backwards_ts, oversized_events;
+	uint64_t damaged_read, damaged_marker, damaged_header; /* pages dropped, by reason */
+	uint64_t bad_events, unknown_event_ids, backwards_ts, oversized_events;
 	uint64_t ring_missed_pages, ring_lost_events, transport_missing_pages;
+	uint64_t ring_lost_unstored; /* overrun the pages did not count (end marker's figure) */
 	uint64_t dropped_formats, dropped_cpus, stale_bytes;
 	uint64_t outside_window; /* converted times clamped into the session window */
 	uint64_t no_end_cpus;    /* spools without their end marker: shortfall unknown */
@@ -67,6 +69,8 @@ struct guest_cpu {
 	uint64_t pos;
 	bool have_end;
 	uint64_t pages_sent, pages_read, pages_bad;
+	uint64_t end_overrun;       /* the ring's overrun in the end marker */
+	uint64_t ring_lost_written; /* ring losses reported so far (LOST_SAMPLES) */
 	uint8_t *page;
 	bool in_page;
 	struct ftrace_page it;
@@ -84,6 +88,7 @@ struct merge_guest {
 	bool present;
 	bool session_read;    /* session.ini was valid */
 	char host_data[4096]; /* session.ini host_data, may be empty */
+	char missing_cpus[1280]; /* session.ini: CPUs not traced (start --allow-partial) */
 	uint32_t ncpus, page_size;
 	uint64_t session_id, machine_pid;
 	bool machine_pid_stand_in;

@@ -119,6 +119,7 @@ int session_write(const struct session_info *s)
 	ini_str(f, "guest_arch", s->guest_arch);
 	ini_str(f, "stop_reason", s->stop_reason);
 	ini_str(f, "output", s->output);
+	ini_str(f, "missing_cpus", s->missing_cpus);
 	if (fclose(f) != 0)
 		return -ENOMEM;
 	r = ini_replace(s->dir, text, len);

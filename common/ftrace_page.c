@@ -59,13 +59,16 @@ static void header_event_line(struct ftrace_page_layout *l, const char *line, si
 
 static int layout_check(const struct ftrace_page_layout *l)
 {
-	uint32_t max_type = (1u << l->type_len_bits) - 1;
+	uint32_t max_type;
 
+	if (l->type_len_bits < 2 || l->type_len_bits > 8)
+		return -EBADMSG;
+	max_type = (1u << l->type_len_bits) - 1;
 	if ((l->ts_size != 8) || (l->commit_size != 4 && l->commit_size != 8) ||
 	    l->ts_off + 8 > l->data_off || l->commit_off + l->commit_size > l->data_off ||
 	    l->page_size < 256 || l->page_size > (1u << 20) || l->data_off >= l->page_size)
 		return -EBADMSG;
-	if (l->type_len_bits < 2 || l->type_len_bits > 8 || l->data_max_type == 0 ||
+	if (l->data_max_type == 0 ||
 	    l->data_max_type >= l->padding_type || l->padding_type > max_type ||
 	    l->extend_type > max_type || l->stamp_type > max_type ||
 	    l->padding_type == l->extend_type || l->extend_type == l->stamp_type ||
@@ -112,8 +115,10 @@ int ftrace_page_begin(struct ftrace_page *it, const struct ftrace_page_layout *l
 	if (len != lay->page_size)
 		return -EBADMSG;
 	commit = get_le(p + lay->commit_off, lay->commit_size);
-	if (commit >> 32)
-		return -EBADMSG; /* flags live in bits 30-31; a marker page's commit is all ones */
+	/* The kernel adds its flags as int constants: with bit 31 set, a 64-bit commit word reads
+	 * back sign-extended (0xffffffffc0000c0c). Other high bits mean a marker or garbage. */
+	if ((commit >> 32) && !((commit >> 32) == 0xffffffffu && (commit & FTRACE_PAGE_MISSED_EVENTS)))
+		return -EBADMSG;
 	memset(it, 0, sizeof(*it));
 	it->page = p;
 	it->lay = lay;

@@ -86,10 +86,30 @@ int qemu_config_check(const struct qemu_config *qc)
 	return 0;
 }
 
-/* Ports needed on the controller, counting the reserved port 0. */
-static unsigned max_ports(const struct qemu_config *qc)
+unsigned qemu_config_nctrls(const struct qemu_config *qc)
 {
-	return qemu_config_nports(qc) + 1;
+	unsigned n = qemu_config_nports(qc);
+
+	return (n + QEMU_CONFIG_PORTS_PER_CTRL - 1) / QEMU_CONFIG_PORTS_PER_CTRL;
+}
+
+/* Ports per controller when they are spread evenly (the last may have fewer). */
+static unsigned ports_per_ctrl(const struct qemu_config *qc)
+{
+	unsigned c = qemu_config_nctrls(qc);
+
+	return (qemu_config_nports(qc) + c - 1) / c;
+}
+
+unsigned qemu_config_port_ctrl(const struct qemu_config *qc, unsigned i)
+{
+	return i / ports_per_ctrl(qc);
+}
+
+/* Port number on its controller: port 0 is reserved for a console. */
+static unsigned port_slot(const struct qemu_config *qc, unsigned i)
+{
+	return i % ports_per_ctrl(qc) + 1;
 }
 
 static int argv_push(struct argv_vec *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -153,7 +173,31 @@ static int push_port(struct argv_vec *a, const struct qemu_config *qc, unsigned 
 	if (r == 0)
 		r = argv_push(a, "-device");
 	if (r == 0)
-		r = argv_push(a, "virtserialport,bus=%s.0,chardev=%s,name=%s", QEMU_CONFIG_SERIAL_ID, id, name);
+		r = argv_push(a, "virtserialport,bus=%s%u.0,nr=%u,chardev=%s,name=%s", QEMU_CONFIG_SERIAL_ID,
+			      qemu_config_port_ctrl(qc, i), port_slot(qc, i), id, name);
+	return r;
+}
+
+/* The controllers: on the root bus while few, else behind PCI bridges of our own. */
+static int push_ctrls(struct argv_vec *a, const struct qemu_config *qc)
+{
+	unsigned n = qemu_config_nctrls(qc);
+	bool bridged = n > QEMU_CONFIG_ROOT_CTRLS;
+	int r = 0;
+
+	for (unsigned b = 0; bridged && r == 0 && b * QEMU_CONFIG_BRIDGE_SLOTS < n; b++) {
+		r = argv_push(a, "-device");
+		if (r == 0)
+			r = argv_push(a, "pci-bridge,id=vt-pci%u,chassis_nr=%u", b, 200 + b);
+	}
+	for (unsigned c = 0; r == 0 && c < n; c++) {
+		r = argv_push(a, "-device");
+		if (r == 0 && bridged)
+			r = argv_push(a, "virtio-serial-pci,id=%s%u,bus=vt-pci%u", QEMU_CONFIG_SERIAL_ID, c,
+				      c / QEMU_CONFIG_BRIDGE_SLOTS);
+		else if (r == 0)
+			r = argv_push(a, "virtio-serial-pci,id=%s%u", QEMU_CONFIG_SERIAL_ID, c);
+	}
 	return r;
 }
 
@@ -165,11 +209,7 @@ static int push_all(struct argv_vec *a, const struct qemu_config *qc)
 	if (r == 0)
 		r = argv_push(a, "%s,debug-threads=on", qc->vm);
 	if (r == 0)
-		r = argv_push(a, "-device");
-	if (r == 0 && max_ports(qc) > QEMU_CONFIG_DEFAULT_MAX_PORTS)
-		r = argv_push(a, "virtio-serial-pci,id=%s,max_ports=%u", QEMU_CONFIG_SERIAL_ID, max_ports(qc));
-	else if (r == 0)
-		r = argv_push(a, "virtio-serial-pci,id=%s", QEMU_CONFIG_SERIAL_ID);
+		r = push_ctrls(a, qc);
 	for (unsigned i = 0; r == 0 && i < qemu_config_nports(qc); i++)
 		r = push_port(a, qc, i);
 	return r;
@@ -235,7 +275,9 @@ static void xml_channel(FILE *f, const struct qemu_config *qc, unsigned i)
 		fprintf(f, "<channel type='pipe'>\n  <source path='%s'/>\n", path);
 	else
 		fprintf(f, "<channel type='unix'>\n  <source mode='bind' path='%s'/>\n", path);
-	fprintf(f, "  <target type='virtio' name='%s'/>\n</channel>\n", name);
+	fprintf(f, "  <target type='virtio' name='%s'/>\n", name);
+	fprintf(f, "  <address type='virtio-serial' controller='%u' bus='0' port='%u'/>\n</channel>\n",
+		QEMU_CONFIG_LIBVIRT_CTRL_BASE + qemu_config_port_ctrl(qc, i), port_slot(qc, i));
 }
 
 int qemu_config_libvirt_xml(const struct qemu_config *qc, char **ret_xml)
@@ -252,11 +294,12 @@ int qemu_config_libvirt_xml(const struct qemu_config *qc, char **ret_xml)
 		return -ENOMEM;
 	fprintf(f, "<!-- virtio-trace ports of VM '%s': %u CPUs, %s transport (trace-collector setup) -->\n",
 		qc->vm, qc->ncpus, qc->transport == QEMU_CONFIG_PIPE ? "pipe" : "unix socket");
-	if (max_ports(qc) > QEMU_CONFIG_DEFAULT_MAX_PORTS)
-		fprintf(f, "<!-- %u ports do not fit the default 30 of a virtio-serial controller: set ports='%u'"
-			   " on the domain's virtio-serial controller 0 (or add this one if it has none) -->\n"
-			   "<controller type='virtio-serial' index='0' ports='%u'/>\n",
-			qemu_config_nports(qc), max_ports(qc), max_ports(qc));
+	fprintf(f, "<!-- %u virtio-serial controllers of at most %u ports each: more ports on one controller"
+		   " lose QEMU's port announcements in a busy guest. They must be in the domain when it"
+		   " boots; index 0 stays the domain's own. -->\n",
+		qemu_config_nctrls(qc), QEMU_CONFIG_PORTS_PER_CTRL);
+	for (unsigned c = 0; c < qemu_config_nctrls(qc); c++)
+		fprintf(f, "<controller type='virtio-serial' index='%u'/>\n", QEMU_CONFIG_LIBVIRT_CTRL_BASE + c);
 	for (unsigned i = 0; i < qemu_config_nports(qc); i++)
 		xml_channel(f, qc, i);
 	return memstream_finish(f, &buf, ret_xml);

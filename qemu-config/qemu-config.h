@@ -10,11 +10,20 @@
 #define QEMU_CONFIG_DEFAULT_DIR "/var/lib/virtio-trace"
 #define QEMU_CONFIG_MAX_CPUS 256
 #define QEMU_CONFIG_MAX_VM_NAME 64
-/* QEMU's virtio-serial: max_ports defaults to 31 and port 0 is reserved for a console,
- * so 30 named ports fit; max_ports may go up to VIRTIO_QUEUE_MAX / 2 - 1 = 511. */
-#define QEMU_CONFIG_DEFAULT_MAX_PORTS 31
-#define QEMU_CONFIG_LIMIT_MAX_PORTS 511
-#define QEMU_CONFIG_SERIAL_ID "vt-serial0"
+/* Ports per virtio-serial controller. QEMU announces each port to the guest with up to three
+ * control messages (PORT_ADD, then PORT_NAME and PORT_OPEN once the guest says PORT_READY)
+ * through a control in-queue of 32 entries, and drops a message when the guest has no buffer
+ * posted (send_control_msg). 8 ports = at most 24 messages: they fit the 32 buffers the guest
+ * posts at probe even if it re-posts none in time. */
+#define QEMU_CONFIG_PORTS_PER_CTRL 8
+/* Controllers beyond this many go behind PCI bridges (31 each): a machine's root bus has
+ * about 30 free slots and the VM has devices of its own. */
+#define QEMU_CONFIG_ROOT_CTRLS 4
+#define QEMU_CONFIG_BRIDGE_SLOTS 31
+/* First libvirt controller index: index 0 is left to the domain's own channels
+ * (qemu-guest-agent, spice), which libvirt puts there. */
+#define QEMU_CONFIG_LIBVIRT_CTRL_BASE 1
+#define QEMU_CONFIG_SERIAL_ID "vt-serial" /* + controller number */
 #define QEMU_CONFIG_SUN_PATH_MAX 108
 
 enum qemu_config_transport { QEMU_CONFIG_PIPE, QEMU_CONFIG_SOCKET };
@@ -25,6 +34,10 @@ struct qemu_config {
 	unsigned ncpus;   /* 1 .. QEMU_CONFIG_MAX_CPUS */
 	enum qemu_config_transport transport;
 };
+
+/* Virtio-serial controllers the ports are spread over, and port i's controller. */
+unsigned qemu_config_nctrls(const struct qemu_config *qc);
+unsigned qemu_config_port_ctrl(const struct qemu_config *qc, unsigned i);
 
 /* True when name is a valid VM name ([A-Za-z0-9_-], 1..64 bytes). */
 bool qemu_config_vm_name_ok(const char *name);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ftrace_page.h"
 #include "harness.h"
+#include "util.h"
 
 static const char hp[] = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
 			 "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
@@ -133,4 +135,51 @@ TEST(bounds)
 	at = 4080 - 4;
 	commit(FTRACE_PAGE_MISSED_STORED); /* no room for the stored count */
 	CHECK_INT(ftrace_page_begin(&it, &l, page, sizeof(page)), ==, -EBADMSG);
+}
+
+/* Pages read back from a real ring overrun on the host's tracefs (tests/fixtures/ring-overrun,
+ * made by its capture script): the kernel's own flag encoding, a sign-extended commit word. */
+#define OVERRUN VT_SOURCE_ROOT "/tests/fixtures/ring-overrun/"
+
+static uint64_t stats_value(const char *stats, const char *key)
+{
+	const char *p = strstr(stats, key);
+
+	return p ? strtoull(p + strlen(key), NULL, 10) : UINT64_MAX;
+}
+
+TEST(real_overrun_pages)
+{
+	_cleanup_free_ char *hp_text = NULL, *he_text = NULL, *pages = NULL, *stats = NULL;
+	size_t hp_len, he_len, len, sign_extended = 0, missed = 0, events = 0;
+	uint64_t lost = 0, commit;
+	struct ftrace_page_layout l;
+	struct ftrace_page it;
+	struct ftrace_event ev;
+
+	CHECK_INT(util_read_file(OVERRUN "header_page", 4096, &hp_text, &hp_len), ==, 0);
+	CHECK_INT(util_read_file(OVERRUN "header_event", 4096, &he_text, &he_len), ==, 0);
+	CHECK_INT(util_read_file(OVERRUN "pages", 1 << 20, &pages, &len), ==, 0);
+	CHECK_INT(util_read_file(OVERRUN "stats", 4096, &stats, NULL), ==, 0);
+	CHECK_INT(ftrace_page_layout_parse(hp_text, hp_len, he_text, he_len, &l), ==, 0);
+	CHECK(len > 0 && len % l.page_size == 0);
+	for (size_t off = 0; off < len; off += l.page_size) {
+		memcpy(&commit, pages + off + l.commit_off, 8);
+		sign_extended += commit >> 32 == 0xffffffffu;
+		CHECK_INT(ftrace_page_begin(&it, &l, pages + off, l.page_size), ==, 0);
+		if (it.missed) {
+			missed++;
+			CHECK(it.lost_known);
+			lost += it.lost;
+		}
+		while (ftrace_page_next(&it, &ev) == 1)
+			events++;
+		CHECK_INT(it.off, ==, it.size); /* walked to the end: no malformed event */
+	}
+	CHECK(sign_extended > 0);
+	CHECK_INT(missed, ==, sign_extended);
+	/* The counts stored in the pages add up to the ring's own overrun figure, and every event
+	 * the ring says was read is in the pages. */
+	CHECK_INT(lost, ==, stats_value(stats, "overrun: "));
+	CHECK_INT(events, ==, stats_value(stats, "read events: "));
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 #include "qemu-config.h"
@@ -108,9 +110,9 @@ TEST(qemu_argv_pipe)
 	CHECK_STR(argv[3], "virtio-serial-pci,id=vt-serial0");
 	CHECK_STR(argv[4], "-chardev");
 	CHECK_STR(argv[5], "pipe,id=vt-ctl,path=/srv/vt/vm1/agent-ctl-path");
-	CHECK_STR(argv[7], "virtserialport,bus=vt-serial0.0,chardev=vt-ctl,name=agent-ctl-path");
+	CHECK_STR(argv[7], "virtserialport,bus=vt-serial0.0,nr=1,chardev=vt-ctl,name=agent-ctl-path");
 	CHECK_STR(argv[13], "pipe,id=vt-cpu1,path=/srv/vt/vm1/trace-path-cpu1");
-	CHECK_STR(argv[15], "virtserialport,bus=vt-serial0.0,chardev=vt-cpu1,name=trace-path-cpu1");
+	CHECK_STR(argv[15], "virtserialport,bus=vt-serial0.0,nr=3,chardev=vt-cpu1,name=trace-path-cpu1");
 	qemu_config_argv_free(argv);
 }
 
@@ -126,24 +128,50 @@ TEST(qemu_argv_socket)
 	qemu_config_argv_free(argv);
 }
 
-/* 29 CPUs + control = 30 ports fit the default 31 (port 0 reserved); 30 CPUs need max_ports. */
-TEST(qemu_max_ports)
+static size_t argv_count(char **argv, const char *prefix)
+{
+	size_t n = 0;
+
+	for (; *argv; argv++)
+		n += !strncmp(*argv, prefix, strlen(prefix));
+	return n;
+}
+
+/* At most QEMU_CONFIG_PORTS_PER_CTRL ports per controller, spread evenly; many controllers go
+ * behind bridges. */
+TEST(qemu_ports_spread_over_controllers)
 {
 	struct qemu_config qc = two;
 	char **argv = NULL;
 
-	qc.ncpus = 29;
+	qc.ncpus = 7; /* 8 ports: one controller */
+	CHECK_INT(qemu_config_nctrls(&qc), ==, 1);
+	qc.ncpus = 16; /* 17 ports: 6 + 6 + 5 */
+	CHECK_INT(qemu_config_nctrls(&qc), ==, 3);
+	CHECK_INT(qemu_config_port_ctrl(&qc, 5), ==, 0);
+	CHECK_INT(qemu_config_port_ctrl(&qc, 6), ==, 1);
+	CHECK_INT(qemu_config_port_ctrl(&qc, 16), ==, 2);
 	CHECK_INT(qemu_config_qemu_argv(&qc, &argv), ==, 0);
-	CHECK_STR(argv[3], "virtio-serial-pci,id=vt-serial0");
+	CHECK_INT(argv_count(argv, "virtio-serial-pci,"), ==, 3);
+	CHECK_STR(argv[7], "virtio-serial-pci,id=vt-serial2");
+	CHECK_INT(argv_count(argv, "virtserialport,bus=vt-serial1.0,"), ==, 6);
+	CHECK_INT(argv_count(argv, "virtserialport,bus=vt-serial2.0,"), ==, 5);
+	CHECK_INT(argv_count(argv, "pci-bridge"), ==, 0);
 	qemu_config_argv_free(argv);
-	qc.ncpus = 30;
+	qc.ncpus = 256; /* 257 ports: 33 controllers behind 2 bridges */
+	CHECK_INT(qemu_config_nctrls(&qc), ==, 33);
 	CHECK_INT(qemu_config_qemu_argv(&qc, &argv), ==, 0);
-	CHECK_STR(argv[3], "virtio-serial-pci,id=vt-serial0,max_ports=32");
-	qemu_config_argv_free(argv);
-	qc.ncpus = 256;
-	CHECK_INT(qemu_config_qemu_argv(&qc, &argv), ==, 0);
-	CHECK_STR(argv[3], "virtio-serial-pci,id=vt-serial0,max_ports=258");
-	CHECK(258 <= QEMU_CONFIG_LIMIT_MAX_PORTS);
+	CHECK_STR(argv[3], "pci-bridge,id=vt-pci0,chassis_nr=200");
+	CHECK_STR(argv[5], "pci-bridge,id=vt-pci1,chassis_nr=201");
+	CHECK_STR(argv[7], "virtio-serial-pci,id=vt-serial0,bus=vt-pci0");
+	CHECK_INT(argv_count(argv, "virtio-serial-pci,"), ==, 33);
+	CHECK_INT(argv_count(argv, "virtserialport,"), ==, 257);
+	for (unsigned c = 0; c < 33; c++) {
+		char pre[64];
+
+		snprintf(pre, sizeof(pre), "virtserialport,bus=vt-serial%u.0,", c);
+		CHECK_INT(argv_count(argv, pre), <=, QEMU_CONFIG_PORTS_PER_CTRL);
+	}
 	qemu_config_argv_free(argv);
 }
 
@@ -167,7 +195,9 @@ TEST(libvirt_pipe)
 	CHECK_INT(count(xml, "</channel>"), ==, 3);
 	CHECK(strstr(xml, "<source path='/srv/vt/vm1/agent-ctl-path'/>\n  <target type='virtio' name='agent-ctl-path'/>"));
 	CHECK(strstr(xml, "<source path='/srv/vt/vm1/trace-path-cpu1'/>\n  <target type='virtio' name='trace-path-cpu1'/>"));
-	CHECK(!strstr(xml, "<controller"));
+	CHECK_INT(count(xml, "<controller type='virtio-serial' index='1'/>"), ==, 1);
+	CHECK_INT(count(xml, "<controller"), ==, 1);
+	CHECK(strstr(xml, "name='trace-path-cpu1'/>\n  <address type='virtio-serial' controller='1' bus='0' port='3'/>"));
 	free(xml);
 }
 
@@ -181,7 +211,9 @@ TEST(libvirt_unix_and_controller)
 	CHECK_INT(qemu_config_libvirt_xml(&qc, &xml), ==, 0);
 	CHECK_INT(count(xml, "<channel type='unix'>"), ==, 41);
 	CHECK(strstr(xml, "<source mode='bind' path='/srv/vt/vm1/trace-path-cpu39.sock'/>"));
-	CHECK(strstr(xml, "<controller type='virtio-serial' index='0' ports='42'/>"));
+	CHECK_INT(count(xml, "<controller type='virtio-serial'"), ==, 6); /* 41 ports, 7 each */
+	CHECK(strstr(xml, "<controller type='virtio-serial' index='6'/>"));
+	CHECK(strstr(xml, "name='trace-path-cpu39'/>\n  <address type='virtio-serial' controller='6' bus='0' port='6'/>"));
 	free(xml);
 }
 

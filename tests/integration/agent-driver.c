@@ -36,6 +36,7 @@ struct capture {
 	pthread_t th;
 	bool running;
 	bool unplug; /* close the connection at once, like a port going away */
+	bool stall; /* accept, read nothing until the agent closes its end (a host not reading) */
 	uint8_t *data;
 	size_t len, cap;
 	int err;
@@ -51,6 +52,8 @@ struct drv {
 	uint32_t seq;
 	struct vt_reader rd;
 	struct capture cap[MAXCPU];
+	struct vt_cpu_stats started[MAXCPU]; /* START's OK: which CPUs stream (error 0) */
+	bool started_known;
 };
 
 /* A received message, copied out of the reader. */
@@ -101,6 +104,11 @@ static void *capture_thread(void *arg)
 	if (c->unplug) {
 		close(fd);
 		return NULL;
+	}
+	if (c->stall) {
+		struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+
+		(void)poll(&p, 1, WAIT_MS);
 	}
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -414,10 +422,15 @@ static int drv_start(struct drv *d, uint64_t session)
 	struct rmsg r;
 	uint32_t seq;
 
+	struct vt_attr a;
+
 	capture_begin(d);
 	seq = drv_simple(d, VT_MSG_START, session);
 	if (drv_expect(d, VT_MSG_OK, seq, &r) < 0)
 		return -1;
+	d->started_known = vt_msg_find(&r.m, VT_A_CPU_STATS, &a) == 0 && a.len == d->ncpus * sizeof(d->started[0]);
+	if (d->started_known)
+		memcpy(d->started, a.data, a.len);
 	rmsg_free(&r);
 	return 0;
 }
@@ -731,6 +744,7 @@ TEST(full_session)
 
 	CHECK(drv_up(&d, "full", -1) == 0);
 	CHECK(instance_exists(&d));
+	CHECK_STR(inst_read(&d, "tracing_on"), "0"); /* nothing traced before a session */
 	CHECK(drv_hello(&d, &r) == 0);
 	CHECK(vt_msg_u32(&r.m, VT_A_NCPUS, &v) == 0 && v == d.ncpus);
 	CHECK(vt_msg_u32(&r.m, VT_A_PAGE_SIZE, &v) == 0 && v == 4096);
@@ -1182,11 +1196,45 @@ TEST(missing_data_port)
 	last = (unsigned)get_nprocs_conf() - 1;
 	CHECK(drv_up(&d, "missing", (int)last) == 0);
 	CHECK(drv_start(&d, 9) == 0);
+	/* START's OK names the CPU that cannot stream. */
+	CHECK(d.started_known);
+	CHECK_INT(d.started[last].error, ==, -ENOENT);
+	CHECK_INT(d.started[0].error, ==, 0);
 	CHECK(write_markers(&d, 0, 100) == 0);
 	CHECK(drv_stop(&d, 9, st) == 0);
 	CHECK_INT(st[last].error, ==, -ENOENT);
 	CHECK_INT(st[last].pages_sent, ==, 0);
 	CHECK(check_session(&d, 9, 100, st, 0, NULL) == 0);
+	CHECK_INT(drv_down(&d), ==, 0);
+}
+
+/* A host that accepts a data port but never reads it: STOP still answers, naming that CPU. */
+TEST(stop_with_unread_port)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct vt_cpu_stats st[MAXCPU];
+	struct rmsg r;
+	unsigned last;
+
+	CHECK(get_nprocs_conf() >= 2);
+	last = (unsigned)get_nprocs_conf() - 1;
+	CHECK(drv_up(&d, "stall", -1) == 0);
+
+	CHECK(drv_expect(&d, VT_MSG_OK, drv_config(&d, "sched", "mono", 4096), &r) == 0);
+	rmsg_free(&r);
+	d.cap[last].stall = true;
+	CHECK(drv_start(&d, 21) == 0);
+	CHECK(write_markers(&d, 0, 20000) == 0); /* far more than a socket buffer holds */
+	CHECK(drv_stop(&d, 21, st) == 0);
+	CHECK_INT(st[last].error, ==, -ECANCELED);
+	CHECK_INT(st[0].error, ==, 0);
+	CHECK(log_count(&d, "still draining their rings into their ports") == 1);
+	/* The next session streams on every CPU again. */
+	d.cap[last].stall = false;
+	CHECK(drv_start(&d, 22) == 0);
+	CHECK(write_markers(&d, 0, 100) == 0);
+	CHECK(drv_stop(&d, 22, st) == 0);
+	CHECK_INT(st[last].error, ==, 0);
 	CHECK_INT(drv_down(&d), ==, 0);
 }
 

@@ -110,7 +110,7 @@ printf '\xff\xff\xff\x7f' | dd of="$E/cpu0.spool" bs=1 seek=$((3 + 4096 + 8)) co
 out=$("$TRACE_COLLECTOR" merge "$E" -o "$W/e.data" 2>&1)
 check "E: merge of damaged guest data succeeds" test -s "$W/e.data"
 check_out "E: transport loss reported" 'pages missing in transport.*: 1' echo "$out"
-check_out "E: damaged page reported" 'damaged pages dropped: 1' echo "$out"
+check_out "E: damaged page reported, with its reason" 'damaged pages dropped: bad ring page header: 1' echo "$out"
 check_out "E: broken format reported" 'event formats dropped: 1' echo "$out"
 # perf rightly warns about the lost share; nothing else may appear.
 check "E: only the lost-samples warning" test -z "$("$PERF" script -i "$W/e.data" 2>&1 >/dev/null | grep -v -e '^Warning:$' -e '^Processed [0-9]* samples and lost [0-9.]*%!$')"

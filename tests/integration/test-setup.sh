@@ -65,20 +65,29 @@ validate() { # ARGS... (setup arguments)
 }
 check "libvirt pipe XML validates" validate --name vm1 --cpus 2 --dir "$d"
 check "libvirt unix XML validates" validate --name vm2 --cpus 2 --dir "$s" --transport socket
-check "libvirt XML with 64 CPUs (controller) validates" validate --name vm3 --cpus 64 --dir "$tmp/vms/vm3"
+check "libvirt XML with 64 CPUs (9 controllers) validates" validate --name vm3 --cpus 64 --dir "$tmp/vms/vm3"
+check "libvirt XML with 256 CPUs (33 controllers) validates" validate --name vm3 --cpus 256 --dir "$tmp/vms/vm3" --transport socket
+check_out "libvirt 16 CPUs: 3 controllers" "^<controller type='virtio-serial' index='3'/>" "$T" setup --name vm6 --cpus 16 --dir "$tmp/vms/vm6" --format libvirt
+check_out "libvirt channel addressed on its controller" "<address type='virtio-serial' controller='3' bus='0' port='5'/>" "$T" setup --name vm6 --cpus 16 --dir "$tmp/vms/vm6" --format libvirt
 check_out "libvirt pipe channel" "<channel type='pipe'>" "$T" setup --name vm1 --cpus 1 --dir "$d" --format libvirt
 check "validator rejects broken XML (the check can fail)" bash -c \
 	"printf '<domain><name>x</name><devices><channel type=\"pipe\"/></devices></domain>' >'$tmp/bad.xml'; ! virt-xml-validate '$tmp/bad.xml' domain >/dev/null 2>&1"
 
 # Real QEMU accepts the generated arguments (machine created, then quit), 2 and 256 CPUs.
-qemu_accepts() { # SETUP ARGS...
+qemu_accepts() { # MACHINE SETUP ARGS...
 	local -a args
+	local m=$1
+	shift
 	eval "args=( $("$T" setup "$@") )" || return 1
-	echo quit | timeout 60 qemu-system-x86_64 -machine pc -accel tcg -S -display none -serial none \
+	echo quit | timeout 60 qemu-system-x86_64 -machine "$m" -accel tcg -S -display none -serial none \
 		-monitor stdio -nodefaults "${args[@]}" >"$tmp/qemu.log" 2>&1 || { cat "$tmp/qemu.log" >&2; return 1; }
 	! grep -qi error "$tmp/qemu.log"
 }
-check "QEMU accepts pipe args (2 CPUs)" qemu_accepts --name vm1 --cpus 2 --dir "$tmp/vms/q1"
-check "QEMU accepts socket args (2 CPUs)" qemu_accepts --name vm2 --cpus 2 --dir "$tmp/vms/q2" --transport socket
-check "QEMU accepts pipe args (256 CPUs, max_ports)" qemu_accepts --name vm3 --cpus 256 --dir "$tmp/vms/q3"
+check "QEMU accepts pipe args (2 CPUs)" qemu_accepts pc --name vm1 --cpus 2 --dir "$tmp/vms/q1"
+check "QEMU accepts socket args (2 CPUs)" qemu_accepts pc --name vm2 --cpus 2 --dir "$tmp/vms/q2" --transport socket
+check "QEMU accepts pipe args (16 CPUs, 3 controllers)" qemu_accepts pc --name vm4 --cpus 16 --dir "$tmp/vms/q4"
+for m in pc q35; do
+	check "QEMU $m accepts pipe args (64 CPUs, 9 controllers behind a bridge)" qemu_accepts $m --name vm5 --cpus 64 --dir "$tmp/vms/q5"
+	check "QEMU $m accepts pipe args (256 CPUs, 33 controllers behind 2 bridges)" qemu_accepts $m --name vm3 --cpus 256 --dir "$tmp/vms/q3"
+done
 finish
