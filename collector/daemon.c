@@ -146,6 +146,13 @@ static int daemon_open_data(struct daemon *d)
 		snprintf(name, sizeof(name), "trace-path-cpu%u", i);
 		port_init(&d->data[i], d->o->vm_dir, name, d->kind);
 		r = port_open(&d->data[i], false);
+		if (r < 0 && d->o->allow_partial) {
+			log_warn("cannot open %s: %s — cpu%u is not traced (--allow-partial); run 'trace-collector setup "
+				 "--name %s --cpus %u' to trace it", port_path(&d->data[i], true, path, sizeof(path)),
+				 strerror(-r), i, d->o->name, d->hello.ncpus);
+			d->cpu_missing[i] = true;
+			continue;
+		}
 		if (r < 0) {
 			log_error("cannot open %s: %s — the guest has %u CPUs; run 'trace-collector setup --name %s --cpus %u'",
 				  port_path(&d->data[i], true, path, sizeof(path)), strerror(-r), d->hello.ncpus,
@@ -310,20 +317,24 @@ static void daemon_error_text(const struct vt_msg *m, char *buf, size_t size)
 			*p = '?';
 }
 
-/* Names the CPUs that START's OK says cannot stream into d->s.missing_cpus; how many. */
+/* Names the CPUs that cannot stream (no host port, or START's OK says so) into
+ * d->s.missing_cpus; how many. */
 static unsigned daemon_missing_cpus(struct daemon *d, const struct vt_msg *m, char *why, size_t size)
 {
 	struct vt_cpu_stats st[COLLECTOR_MAX_CPUS];
 	unsigned n = 0, missing = 0;
 	size_t at = 0, wat = 0;
 
+	/* An agent before 0.2 does not say: trust its OK. */
 	if (agentctl_parse_stopped(m, d->s.session_id, st, d->s.ncpus, &n) < 0)
-		return 0; /* an agent before 0.2 does not say: trust its OK */
-	for (unsigned i = 0; i < n; i++) {
-		int e = st[i].error;
+		n = 0;
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		int e = i < n ? st[i].error : 0;
 
-		if (e == 0 || e == -ENXIO)
+		if (!d->cpu_missing[i] && (e == 0 || e == -ENXIO))
 			continue;
+		if (d->cpu_missing[i] && (e == 0 || e == -ENXIO))
+			e = -ENOENT; /* the host has no port for it */
 		d->cpu_missing[i] = true;
 		missing++;
 		/* at most 256 CPUs of 3 digits and a comma: always fits */
@@ -740,7 +751,7 @@ static void daemon_reconnect(struct daemon *d)
 		}
 	}
 	for (unsigned i = 0; i < d->s.ncpus; i++) {
-		if (!d->data_gone[i] || port_open(&d->data[i], false) < 0)
+		if (!d->data_gone[i] || !d->spools[i] || port_open(&d->data[i], false) < 0)
 			continue;
 		if (spool_rearm(d->spools[i], d->base) == 0)
 			d->data_gone[i] = false;

@@ -287,9 +287,10 @@ void spool_discard(struct spool *s)
 	s->discard = true;
 }
 
+/* A CPU without a spool (its port is missing, --allow-partial) reads as an empty one. */
 void spool_stats(const struct spool *s, struct spool_stats *ret)
 {
-	*ret = s->st;
+	*ret = s ? s->st : (struct spool_stats){ 0 };
 }
 
 void spool_rate_tick(struct spool *s, uint64_t now_ns)
@@ -301,9 +302,13 @@ void spool_rate_tick(struct spool *s, uint64_t now_ns)
 
 double spool_rate(const struct spool *s)
 {
-	unsigned old = (s->rate_i + 1) % RATE_SLOTS;
-	uint64_t dt = s->rate_t[s->rate_i] - s->rate_t[old];
+	unsigned old;
+	uint64_t dt;
 
+	if (!s)
+		return 0;
+	old = (s->rate_i + 1) % RATE_SLOTS;
+	dt = s->rate_t[s->rate_i] - s->rate_t[old];
 	if (!s->rate_t[old] || dt == 0)
 		return 0.0;
 	return (double)(s->rate_b[s->rate_i] - s->rate_b[old]) / ((double)dt / 1e9) / 1e6;

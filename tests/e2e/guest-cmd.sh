@@ -2,6 +2,7 @@
 # Guest half of the trace-collector e2e tests (tests/e2e/lib.sh): obeys one command per console
 # line from the host and answers with a "vt-e2e: ..." line.
 #   run N          /bin/workload -n N (numbered trace_marker lines over both vCPUs + switches)
+#   flood N B      /bin/workload -n N -b B -s 0: N lines as fast as it can, B per CPU in turn
 #   restart-agent  kills the running trace-agent and starts a new one (no arguments)
 #   end            leaves (init then stops the agent and powers off)
 say() { echo "vt-e2e: $*"; }
@@ -12,6 +13,10 @@ while read -t 120 cmd arg; do
 	run)
 		/bin/workload -n "$arg" -s 2000 >/dev/null
 		say "workload done $arg status $?" ;;
+	flood)
+		set -- $arg
+		/bin/workload -n "$1" -b "$2" -s 0 >/dev/null
+		say "flood done $1 status $?" ;;
 	restart-agent)
 		killall trace-agent
 		i=0

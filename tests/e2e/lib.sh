@@ -80,9 +80,9 @@ e2e_end() {
 
 # QEMU's pid and its vCPU thread ids by vCPU ("CPU n/TCG" or "CPU n/KVM"), while it runs.
 e2e_qemu_pid() { pgrep -f -- "-name $VM_NAME,debug-threads=on.*$VM/" | head -n 1; }
-e2e_vcpu_tids() {
+e2e_vcpu_tids() { # QPID [NCPUS]
 	local q=$1 n
-	for n in 0 1; do
+	for n in $(seq 0 $((${2:-2} - 1))); do
 		grep -lxE "CPU $n/(TCG|KVM)" /proc/"$q"/task/*/comm | cut -d/ -f5
 	done
 }

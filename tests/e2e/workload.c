@@ -16,6 +16,7 @@ struct workload_opts {
 	const char *marker;
 	long lines;
 	long switches;
+	long block; /* lines on one CPU before moving to the next (1: alternate every line) */
 	int ncpus;
 };
 
@@ -37,11 +38,11 @@ static int workload_lines(const struct workload_opts *o)
 		return -1;
 	}
 	for (long i = 0; i < o->lines; i++) {
-		int cpu = (int)(i % o->ncpus);
+		int cpu = (int)(i / o->block % o->ncpus);
 		char line[64];
 		int n;
 
-		if (workload_pin(cpu) < 0) {
+		if (i % o->block == 0 && workload_pin(cpu) < 0) {
 			fprintf(stderr, "workload: cannot pin to cpu%d: %s\n", cpu, strerror(errno));
 			close(fd);
 			return -1;
@@ -91,22 +92,23 @@ static int workload_churn(long rounds)
 
 int main(int argc, char **argv)
 {
-	struct workload_opts o = { .marker = DEFAULT_MARKER, .lines = 1000, .switches = 2000 };
+	struct workload_opts o = { .marker = DEFAULT_MARKER, .lines = 1000, .switches = 2000, .block = 1 };
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	int c;
 
-	while ((c = getopt(argc, argv, "n:m:s:")) != -1) {
+	while ((c = getopt(argc, argv, "n:m:s:b:")) != -1) {
 		switch (c) {
 		case 'n': o.lines = strtol(optarg, NULL, 10); break;
+		case 'b': o.block = strtol(optarg, NULL, 10); break;
 		case 'm': o.marker = optarg; break;
 		case 's': o.switches = strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: workload [-n LINES] [-s ROUND_TRIPS] [-m TRACE_MARKER]\n");
+			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-s ROUND_TRIPS] [-m TRACE_MARKER]\n");
 			return 2;
 		}
 	}
-	o.ncpus = n < 1 ? 1 : n > 2 ? 2 : (int)n;
-	if (o.lines < 0 || o.switches < 0 || workload_lines(&o) < 0 || workload_churn(o.switches) < 0)
+	o.ncpus = n < 1 ? 1 : n > 256 ? 256 : (int)n; /* every online CPU */
+	if (o.lines < 0 || o.block < 1 || o.switches < 0 || workload_lines(&o) < 0 || workload_churn(o.switches) < 0)
 		return 1;
 	printf("workload: %ld lines over %d cpus, %ld round trips\n", o.lines, o.ncpus, o.switches);
 	return 0;

@@ -102,6 +102,31 @@ check "D: no warnings" no_warnings "$W/d.data"
 check "D: report has no warnings" test -z "$("$PERF" report -i "$W/d.data" --stdio 2>&1 >/dev/null)"
 check "D: guest events" test "$(nguest "$W/d.data")" -eq "$(expected "$D")"
 
+# --- O: a real ring overrun (8 KiB ring, a marker flood on one CPU): the kernel's sign-extended
+# missed-events pages are read, never dropped, and perf's lost samples equal the ring's overrun.
+O=$W/o
+capture_overrun() {
+	[ -d "$I" ] && { echo 0 > "$I/tracing_on"; echo > "$I/set_event"; rmdir "$I"; }
+	mkdir -p "$O" && mkdir "$I" && echo mono > "$I/trace_clock" && echo 8 > "$I/buffer_size_kb" || return 1
+	taskset -c 0 python3 -c "
+import sys
+with open(sys.argv[1], 'w') as m:
+    for i in range(3000):
+        m.write('vt-flood %d\\n' % i); m.flush()" "$I/trace_marker" || return 1
+	echo 0 > "$I/tracing_on"
+	VT_CAPTURE_OVERRUN=1 VT_QEMU_PID=4242 "$CAPTURE_SESSION" $T "$INST" "$O" 77 0 -1 >/dev/null
+}
+check "O: capture of an overrun ring" capture_overrun
+ov=$(sed -n 's/^overrun=//p' "$O/expected.ini")
+out=$("$TRACE_COLLECTOR" merge "$O" -o "$W/o.data" 2>&1)
+lost=$("$PERF" report -i "$W/o.data" --stdio 2>/dev/null | awk '/^# Total Lost Samples:/ { n += $5 } END { print n + 0 }')
+echo "O: ring overrun $ov, perf Total Lost Samples $lost"
+check "O: the ring overran" test "${ov:-0}" -gt 0
+check "O: perf's lost samples = the ring's overrun" test "$lost" = "$ov"
+check "O: guest events = kernel read events (no page dropped)" test "$(nguest "$W/o.data")" -eq "$(expected "$O")"
+check "O: no damaged page" bash -c '! grep -q "damaged pages" <<<"$1"' _ "$out"
+check_out "O: perf report --stats counts LOST_SAMPLES" 'LOST_SAMPLES events: +[1-9]' "$PERF" report -i "$W/o.data" --stats
+
 # --- E: damaged guest: a page lost in transport, a scribbled page, a broken format file
 E=$W/e
 check "E: capture" capture "$E" 13 3 1 -e sched:sched_switch

@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# e2e: the pipeline tells the truth at any size (tests/e2e/lib.sh).
+#   test-scale.sh vcpus16   16 vCPUs with setup's ports (spread over controllers): every
+#                           CPU streams, every marker arrives, nothing is named missing
+#   test-scale.sh partial   3 vCPUs, ports for 2: start fails naming cpu2 and what to do;
+#                           --allow-partial traces the others and names cpu2 everywhere
+#   test-scale.sh flood     a flood into a small ring: the ring's overrun reaches perf as
+#                           LOST_SAMPLES, exactly the stop summary's figure
+. "$(dirname "$0")/lib.sh"
+
+mode=${1:?usage: test-scale.sh vcpus16|partial|flood}
+e2e_init "scale-$mode"
+out=$T/out.data
+
+# The numbered lines of the workload in $1 that CPU filter $2 (awk condition on the cpu) keeps.
+markers_of() {
+	"$PERF" script -i "$1" -F event,trace 2>/dev/null |
+		sed -n 's/.*guest_ftrace:print:.*vt-e2e line \([0-9]*\) cpu \([0-9]*\).*/\1 \2/p' |
+		awk "$2 { print \$1 }" | tr '\n' ' '
+}
+
+# perf's own count of lost samples (the report header's "Total Lost Samples", all events).
+perf_lost() {
+	"$PERF" report -i "$1" --stdio 2>/dev/null | awk '/^# Total Lost Samples:/ { n += $5 } END { print n + 0 }'
+}
+
+vcpus16() {
+	local qpid sum n=400
+	check "boot 16 vCPUs: guest ready, agent waiting" e2e_boot --cpus 16 --mem 512 --timeout 280
+	qpid=$(e2e_qemu_pid)
+	mapfile -t tids < <(e2e_vcpu_tids "$qpid" 16)
+	check "QEMU runs 16 named vCPU threads" test "${#tids[@]}" -eq 16
+	check "QEMU carries the ports on 3 virtio-serial controllers" \
+		test "$(tr '\0' '\n' <"/proc/$qpid/cmdline" | grep -c '^virtio-serial-pci,')" -eq 3
+	check_out "start: every CPU streams" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --buffer-kb 256
+	check "guest workload ($n lines over 16 CPUs)" e2e_run "$n"
+	check "status names no CPU missing" bash -c '! grep -q "NOT TRACED" <<<"$1"' _ "$(e2e_status)"
+	sum=$(e2e_stop -o "$out" 2>&1)
+	check "stop exits 0" test $? -eq 0
+	echo "$sum"
+	check "guest powers off cleanly" e2e_end
+	for c in $(seq 0 15); do
+		check_out "summary: cpu$c all pages arrived" "^cpu$c: ([0-9]+) pages .* spooled, guest sent \\1, 0 lost in transport" echo "$sum"
+	done
+	check "summary: no CPU missing, no spool without its begin marker" \
+		bash -c '! grep -Eq "NOT TRACED|without this session.s begin marker|no end marker" <<<"$1"' _ "$sum"
+	check_out "summary: 16/16 vCPU threads found" 'vcpu: .*\(16/16 vCPU threads found' echo "$sum"
+	check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
+	check "all $n markers present once, in order" e2e_markers "$out" "$n"
+	check "markers of all 16 CPUs" test "$(markers_of "$out" 1 | wc -w)" -eq "$n" -a \
+		"$("$PERF" script -i "$out" -F event,trace 2>/dev/null | sed -n 's/.*vt-e2e line [0-9]* cpu \([0-9]*\).*/\1/p' | sort -u | wc -l)" -eq 16
+}
+
+partial() {
+	local msg sum n=300 ini
+	check "boot 3 vCPUs with ports for 2" e2e_boot --cpus 3 --port-cpus 2
+	msg=$(e2e_start -e 'sched:sched_switch' 2>&1)
+	check "start fails by default when a CPU cannot stream" test $? -ne 0
+	echo "$msg"
+	check_out "start names the CPU" 'cpu2' echo "$msg"
+	check_out "start says what to do" "trace-collector setup.*--allow-partial|--allow-partial" echo "$msg"
+	check_out "start --allow-partial goes on" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --allow-partial
+	check_out "status names the CPU not traced" '^cpu2 +NOT TRACED' e2e_status
+	check "guest workload ($n lines over 3 CPUs)" e2e_run "$n"
+	sum=$(e2e_stop -o "$out" 2>&1)
+	check "stop exits 0" test $? -eq 0
+	echo "$sum"
+	check "guest powers off cleanly" e2e_end
+	check_out "summary: cpu2 NOT TRACED" '^cpu2: NOT TRACED' echo "$sum"
+	check_out "summary: the missing CPUs named" '^NOT TRACED: guest CPUs 2 ' echo "$sum"
+	check_out "merge summary: the missing CPUs named" 'NOT TRACED: guest CPUs 2 ' echo "$sum"
+	ini=$(ls "$VM"/sessions/*/session.ini | tail -n 1)
+	check_out "session.ini: missing_cpus=2" '^missing_cpus=2$' cat "$ini"
+	check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
+	check "the traced CPUs' markers all present, in order" \
+		test "$(markers_of "$out" '$2 != 2')" = "$(seq 0 $((n - 1)) | awk '$1 % 3 != 2' | tr '\n' ' ')"
+}
+
+flood() {
+	local sum overrun lost
+	check "boot: guest ready, agent waiting" e2e_boot
+	check_out "start with a 16 KiB ring" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --buffer-kb 16 --no-host
+	check "guest flood (200000 lines, 100000 per CPU)" e2e_say "flood 200000 100000"
+	check "flood done" e2e_wait '^vt-e2e: flood done 200000 status 0' 200
+	sum=$(e2e_stop -o "$out" 2>&1)
+	check "stop exits 0" test $? -eq 0
+	echo "$sum"
+	check "guest powers off cleanly" e2e_end
+	overrun=$(sed -n 's/^losses: ring overrun \([0-9]*\) events.*/\1/p' <<<"$sum")
+	lost=$(perf_lost "$out")
+	echo "summary ring overrun: $overrun; perf Total Lost Samples: $lost"
+	check "the ring overran (the flood outran a 16 KiB ring)" test "${overrun:-0}" -gt 0
+	check "transport lost nothing" bash -c 'grep -q "transport 0 pages" <<<"$1"' _ "$sum"
+	check "perf's lost samples equal the summary's ring overrun" test "$lost" = "$overrun"
+	check "no page dropped as damaged" bash -c '! grep -q "damaged pages dropped" <<<"$1"' _ "$sum"
+	check_out "merge summary: pages with missed events written as LOST_SAMPLES" \
+		'ring pages with missed events \(LOST_SAMPLES written\): [1-9]' echo "$sum"
+	check_out "perf report --stats counts LOST_SAMPLES records" 'LOST_SAMPLES events: +[1-9]' \
+		"$PERF" report -i "$out" --stats
+}
+
+"$mode"
+finish
