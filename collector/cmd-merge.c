@@ -18,7 +18,7 @@ static int merge_cmd_run(int argc, char **argv)
 		{ 0 },
 	};
 	struct merge_options o = { 0 };
-	int c;
+	int c, r;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "H:o:zh", longopts, NULL)) != -1) {
@@ -35,7 +35,8 @@ static int merge_cmd_run(int argc, char **argv)
 		return 2;
 	}
 	o.session_dir = argv[optind];
-	return merge_run(&o) < 0 ? 1 : 0;
+	r = merge_run(&o);
+	return r < 0 ? 1 : r > 0 ? 3 : 0; /* 3: written, clock unaligned */
 }
 
 const struct cmd_entry cmd_merge = {

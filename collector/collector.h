@@ -31,6 +31,7 @@ extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_stop, cmd_me
 
 /* Merges SESSION_DIR into OUT (zstd when compress); human summary lines go to summary.
  * Returns 0 or -errno (the merge prints its summary on stdout). */
+/* 0, 1 when written with the guest clock unaligned, or -errno. */
 int merge_session(const char *session_dir, const char *out, bool compress, FILE *summary);
 
 /* Parsed `start` options (the only mutable state besides the log level). */

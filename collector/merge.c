@@ -367,6 +367,12 @@ int merge_run(const struct merge_options *o)
 	}
 	summary(m, o->output);
 	merge_info(m, o);
+	if (m->guest.present && !m->guest.clock_aligned) {
+		log_error("guest clock UNALIGNED (%s): %s has the guest's events at guest times, not on the "
+			  "host's timeline; see the session's clock.samples and collector.log",
+			  m->guest.clock_why[0] ? m->guest.clock_why : "no usable clock.ini", o->output);
+		r = 1; /* written, but not aligned */
+	}
 out:
 	perf_writer_free(m->w);
 	merge_out_free(m);

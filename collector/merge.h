@@ -214,4 +214,5 @@ void merge_host_take(struct merge_host *h);
 void merge_host_free(struct merge_host *h);
 
 /* Runs a whole merge and prints its summary; 0 or -errno (already logged). */
+/* 0, 1 when the output is written but the guest clock could not be aligned, or -errno. */
 int merge_run(const struct merge_options *o);

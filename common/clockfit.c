@@ -6,7 +6,12 @@
  * loosely, so only those within a small factor of the shortest round trip are kept. A least
  * squares line through the kept midpoints gives offset and drift; when the residuals show a
  * jump (the guest clock was stepped, or the VM was paused), the samples are split into
- * segments, each with its own line. */
+ * segments, each with its own line.
+ *
+ * A coarse guest clock (jiffies: 4 ms steps) gives many probes the same reading. A reading g
+ * means the guest's true time lay in [g, g + resolution): each run of equal readings becomes
+ * one sample (its shortest round trip) at g + resolution / 2, and the resolution widens the
+ * step tolerance and the error bound. */
 #include "clockfit.h"
 
 #include <errno.h>
@@ -109,6 +114,44 @@ static size_t segment_len(const struct clock_sample *s, size_t n, double tol)
 	return len;
 }
 
+/* The guest clock's step: the smallest gap between distinct readings when some probes share
+ * a reading, 0 when every reading differs (a fine clock). kept is sorted by guest time. */
+static uint64_t guest_resolution(const struct clock_sample *kept, size_t nk)
+{
+	uint64_t res = UINT64_MAX;
+	bool repeats = false;
+
+	for (size_t i = 1; i < nk; i++) {
+		uint64_t d = kept[i].guest - kept[i - 1].guest;
+
+		if (d == 0)
+			repeats = true;
+		else
+			res = MIN(res, d);
+	}
+	return repeats && res != UINT64_MAX ? res : 0;
+}
+
+/* One sample per run of equal readings, the shortest round trip, moved to the middle of the
+ * clock step. Returns the new count. */
+static size_t collapse_repeats(struct clock_sample *kept, size_t nk, uint64_t res)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < nk;) {
+		size_t best = i, j = i + 1;
+
+		for (; j < nk && kept[j].guest == kept[i].guest; j++)
+			if (rtt(&kept[j]) < rtt(&kept[best]))
+				best = j;
+		kept[out] = kept[best];
+		kept[out].guest += res / 2;
+		out++;
+		i = j;
+	}
+	return out;
+}
+
 int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit *ret)
 {
 	_cleanup_free_ uint64_t *rtts = NULL;
@@ -136,12 +179,16 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 		if (rtt(&samples[i]) <= limit)
 			kept[nk++] = samples[i];
 	qsort(kept, nk, sizeof(*kept), cmp_guest);
+	fit.guest_resolution = guest_resolution(kept, nk);
+	if (fit.guest_resolution)
+		nk = collapse_repeats(kept, nk, fit.guest_resolution);
 	for (size_t i = 0; i < nk; i++)
 		rtts[i] = rtt(&kept[i]);
 	qsort(rtts, nk, sizeof(*rtts), cmp_u64);
 	fit.median_rtt = rtts[nk / 2];
 	fit.samples_used = (uint32_t)nk;
 	tol = MAX((double)STEP_MIN_NS, 4.0 * (double)fit.median_rtt);
+	tol = MAX(tol, 2.0 * (double)fit.guest_resolution);
 
 	while (start < nk && fit.nseg < CLOCKFIT_MAX_SEGMENTS) {
 		size_t len = fit.nseg + 1 == CLOCKFIT_MAX_SEGMENTS ? nk - start
@@ -152,7 +199,7 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 	}
 	for (size_t i = 0; i < nk; i++) {
 		double e = fabs(mid(&kept[i]) - (double)clockfit_apply(&fit, kept[i].guest)) +
-			   (double)rtt(&kept[i]) / 2;
+			   (double)rtt(&kept[i]) / 2 + (double)fit.guest_resolution / 2;
 
 		fit.error_bound = MAX(fit.error_bound, (uint64_t)ceil(e));
 	}
@@ -225,9 +272,9 @@ int clockfit_read_samples(FILE *f, size_t max, struct clock_sample **ret, size_t
 int clockfit_write_ini(FILE *f, const char *method, const struct clock_fit *fit)
 {
 	fprintf(f, "method=%s\nsegments=%u\nsamples=%u\nsamples_used=%u\nmin_rtt_ns=%" PRIu64
-		   "\nmedian_rtt_ns=%" PRIu64 "\nerror_bound_ns=%" PRIu64 "\n",
+		   "\nmedian_rtt_ns=%" PRIu64 "\nerror_bound_ns=%" PRIu64 "\nguest_resolution_ns=%" PRIu64 "\n",
 		method, fit->nseg, fit->samples_total, fit->samples_used, fit->min_rtt, fit->median_rtt,
-		fit->error_bound);
+		fit->error_bound, fit->guest_resolution);
 	for (unsigned i = 0; i < fit->nseg; i++)
 		fprintf(f, "seg%u.guest_start=%" PRIu64 "\nseg%u.slope=%.12f\nseg%u.offset_ns=%" PRId64 "\n",
 			i, fit->seg[i].guest_start, i, fit->seg[i].slope, i, fit->seg[i].offset);

@@ -31,6 +31,7 @@ struct clock_fit {
 	uint32_t samples_total;    /* samples given */
 	uint32_t samples_used;     /* kept after the round-trip filter */
 	uint64_t min_rtt, median_rtt;
+	uint64_t guest_resolution; /* ns: the guest clock's step when probes shared readings, else 0 */
 	uint64_t error_bound;      /* ns: max over used samples of |fit - midpoint| + rtt/2 */
 };
 

@@ -143,6 +143,54 @@ TEST(short_burst_keeps_slope_one)
 	CHECK(fit.seg[0].slope == 1.0);
 }
 
+/* A guest on the jiffies clocksource: its clock reads in 4 ms steps, so the 32 back-to-back
+ * probes of a burst share a handful of readings. The fit must still give strictly increasing
+ * segments the merge accepts, within a step of the truth, with the step in its bound. */
+TEST(coarse_guest_clock)
+{
+	struct clock_sample s[64 + 100];
+	struct clock_fit fit;
+	struct clock_map map;
+	const uint64_t tick = 4000000, g0 = 7000000000ull;
+	const int64_t offset = 3700000000000ll; /* an hour apart, as seen */
+	uint64_t st = 11;
+	char *buf = NULL;
+	size_t n = 0, len = 0;
+	FILE *f;
+
+	for (int b = 0; b < 2; b++)
+		for (int i = 0; i < 32; i++) { /* bursts at start and stop: a probe every 150 us */
+			uint64_t g = g0 + (uint64_t)b * 300000000000ull + (uint64_t)i * 150000;
+			double host = (double)g + (double)offset, r = 80000 + 40000 * noise(&st);
+			double before = r * noise(&st);
+
+			s[n++] = (struct clock_sample){ .id = n, .guest = g / tick * tick,
+							.host_send = (uint64_t)(host - before),
+							.host_recv = (uint64_t)(host - before + r) };
+		}
+	for (int i = 0; i < 100; i++) { /* heartbeats every 3 s */
+		uint64_t g = g0 + 1000000000ull + (uint64_t)i * 3000000000ull;
+		double host = (double)g + (double)offset;
+
+		s[n++] = (struct clock_sample){ .id = n, .guest = g / tick * tick, .host_send = (uint64_t)(host - 50000),
+						.host_recv = (uint64_t)(host + 50000) };
+	}
+	CHECK_INT(clockfit_fit(s, n, &fit), ==, 0);
+	CHECK_INT(fit.guest_resolution, ==, tick);
+	for (unsigned i = 1; i < fit.nseg; i++)
+		CHECK(fit.seg[i].guest_start > fit.seg[i - 1].guest_start);
+	CHECK(fit.error_bound >= tick / 2);
+	CHECK(fit.error_bound < 3 * tick);
+	for (uint64_t g = g0; g < g0 + 300000000000ull; g += 999999937)
+		CHECK(fabs((double)clockfit_apply(&fit, g) - ((double)g + (double)offset)) < (double)tick);
+	f = open_memstream(&buf, &len);
+	CHECK_INT(clockfit_write_ini(f, "ptp", &fit), ==, 0);
+	fclose(f);
+	CHECK_INT(clock_apply_parse(buf, len, &map), ==, 0); /* the merge takes it */
+	free(buf);
+	clock_apply_free(&map);
+}
+
 TEST(rejects_empty_and_inverted)
 {
 	struct clock_sample s = { .host_send = 10, .host_recv = 5, .guest = 1 };

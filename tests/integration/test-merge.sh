@@ -77,7 +77,8 @@ check "A: -z file has COMPRESSED records" bash -c "'$PERF' report -i '$W/az.data
 # --- B: one tracepoint (no PERF_SAMPLE_IDENTIFIER in the host file), default clock
 B=$W/b
 check "B: capture" capture "$B" 7 0 -1 -e sched:sched_switch
-check "B: merge" "$TRACE_COLLECTOR" merge "$B" -o "$W/b.data"
+check "B: merge (no clock.ini: written, exit 3 for the unaligned clock)" \
+	bash -c '"$1" merge "$2" -o "$3" >/dev/null 2>&1; test $? -eq 3' _ "$TRACE_COLLECTOR" "$B" "$W/b.data"
 check "B: no warnings" no_warnings "$W/b.data"
 check "B: guest events" test "$(nguest "$W/b.data")" -eq "$(expected "$B")"
 check "B: host events" test "$(nhost "$W/b.data")" -eq "$(nhost "$B/host.data")"
@@ -87,7 +88,7 @@ check "B: time-sorted" sorted "$W/b.data"
 # --- C: host -z with cpu-clock and a tracepoint, -k CLOCK_MONOTONIC
 C=$W/c
 check "C: capture" capture "$C" 9 0 -1 -z -k CLOCK_MONOTONIC -e cpu-clock -e sched:sched_switch
-check "C: merge of a -z host file" "$TRACE_COLLECTOR" merge "$C" -o "$W/c.data"
+check "C: merge of a -z host file" bash -c '"$1" merge "$2" -o "$3" >/dev/null 2>&1; test $? -eq 3' _ "$TRACE_COLLECTOR" "$C" "$W/c.data"
 check "C: no warnings" no_warnings "$W/c.data"
 check "C: guest events" test "$(nguest "$W/c.data")" -eq "$(expected "$C")"
 check "C: host events" test "$(nhost "$W/c.data")" -eq "$(nhost "$C/host.data")"
@@ -98,6 +99,8 @@ D=$W/d
 check "D: capture" capture "$D" 11 0 -1
 check_out "D: guest-only merge" 'none \(guest only\)' "$TRACE_COLLECTOR" merge "$D" -o "$W/d.data"
 check_out "D: unaligned clock stated" 'UNALIGNED' "$TRACE_COLLECTOR" merge "$D" -o "$W/d.data"
+check_out "D: ... as an error naming the file" 'error: guest clock UNALIGNED \(.*\): .*/d.data has the guest' "$TRACE_COLLECTOR" merge "$D" -o "$W/d.data"
+check "D: merge exits 3 (written, unaligned)" bash -c '"$1" merge "$2" -o "$3" >/dev/null 2>&1; test $? -eq 3' _ "$TRACE_COLLECTOR" "$D" "$W/d.data"
 check "D: no warnings" no_warnings "$W/d.data"
 check "D: report has no warnings" test -z "$("$PERF" report -i "$W/d.data" --stdio 2>&1 >/dev/null)"
 check "D: guest events" test "$(nguest "$W/d.data")" -eq "$(expected "$D")"
