@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,13 @@ TEST(layout_from_header_files)
 	CHECK_INT(l.stamp_type, ==, 31);
 	CHECK_INT(l.data_max_type, ==, 28);
 	CHECK_INT(ftrace_page_layout_parse(hp, strlen(hp), "type_len : 5 bits\n", 18, &l), ==, -EBADMSG);
+	{ /* a guest's type_len of 32 bits: refused, no shift by 32 (UBSan) */
+		char bad[sizeof(he) + 8];
+
+		snprintf(bad, sizeof(bad), "%s", he);
+		memcpy(strstr(bad, "    5 bits"), "   32 bits", 10);
+		CHECK_INT(ftrace_page_layout_parse(hp, strlen(hp), bad, strlen(bad), &l), ==, -EBADMSG);
+	}
 	CHECK_INT(ftrace_page_layout_parse("field: u64 timestamp; offset:0; size:8;", 39, he, strlen(he), &l), ==,
 		  -EBADMSG);
 }
