@@ -307,9 +307,12 @@ double spool_rate(const struct spool *s)
 
 	if (!s)
 		return 0;
+	/* The oldest tick taken: right after start only a few slots are filled. */
 	old = (s->rate_i + 1) % RATE_SLOTS;
+	while (!s->rate_t[old] && old != s->rate_i)
+		old = (old + 1) % RATE_SLOTS;
 	dt = s->rate_t[s->rate_i] - s->rate_t[old];
-	if (!s->rate_t[old] || dt == 0)
+	if (dt == 0)
 		return 0.0;
 	return (double)(s->rate_b[s->rate_i] - s->rate_b[old]) / ((double)dt / 1e9) / 1e6;
 }
