@@ -129,6 +129,7 @@ int spool_arm(struct spool *s, struct event_base *base);
 /* Moves what the port has into the spool and scans it (the read callback; tests call it). */
 void spool_poll(struct spool *s);
 void spool_discard(struct spool *s);       /* stop writing the spool; keep reading the port */
+int spool_persist(struct spool *s);        /* the buffered tail into the file (finalize, each second) */
 void spool_stats(const struct spool *s, struct spool_stats *ret);
 void spool_rate_tick(struct spool *s, uint64_t now_ns);
 double spool_rate(const struct spool *s); /* MB/s over the last few seconds */

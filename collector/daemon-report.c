@@ -113,6 +113,8 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 		snprintf(buf, size, "error: out of memory\n");
 		return;
 	}
+	for (unsigned i = 0; i < d->s.ncpus; i++) /* what status shows is in the files */
+		(void)spool_persist(d->spools[i]);
 	fprintf(f, "session: %s\nstate: %s%s%s\n", d->s.dir, daemon_phase_names[d->ph],
 		d->s.stop_reason[0] ? " — " : "", d->s.stop_reason);
 	if (!strcmp(d->s.clock_method, "ptp") && !d->clk.written)

@@ -614,6 +614,12 @@ static void daemon_finalize(struct daemon *d)
 	FILE *f;
 
 	session_release_reserve(&d->s);
+	for (unsigned i = 0; i < d->s.ncpus; i++) { /* the merge reads the files next */
+		int r = d->spools[i] ? spool_persist(d->spools[i]) : 0;
+
+		if (r < 0)
+			log_error("cpu%u: cannot write the last bytes of %s/cpu%u.spool: %s", i, d->s.dir, i, strerror(-r));
+	}
 	d->s.stopped_mono_ns = util_now_ns(CLOCK_MONOTONIC);
 	daemon_set_phase(d, PH_STOPPED, 0);
 	daemon_discard_all(d); /* keep reading the ports, write nothing more */
