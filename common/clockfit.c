@@ -49,7 +49,7 @@ static double mid(const struct clock_sample *s) { return (double)s->host_send + 
 static void fit_line(const struct clock_sample *s, size_t n, struct clock_segment *seg)
 {
 	double g0 = (double)s[0].guest, h0 = mid(&s[0]);
-	double sx = 0, sy = 0, sxx = 0, sxy = 0, slope = 1, b;
+	double sx = 0, sy = 0, sxx = 0, sxy = 0, slope = 1, b, offset;
 
 	for (size_t i = 0; i < n; i++) {
 		double x = (double)s[i].guest - g0, y = mid(&s[i]) - h0;
@@ -67,7 +67,8 @@ static void fit_line(const struct clock_sample *s, size_t n, struct clock_segmen
 	b = (sy - slope * sx) / n; /* y = slope * x + b */
 	seg->slope = slope;
 	/* host = h0 + b + slope * (guest - g0)  =>  offset = h0 + b - slope * g0 */
-	seg->offset = (int64_t)llround(h0 + b - slope * g0);
+	offset = h0 + b - slope * g0;
+	seg->offset = offset > 9.2e18 ? INT64_MAX : offset < -9.2e18 ? INT64_MIN : (int64_t)llround(offset);
 	seg->guest_start = s[0].guest;
 	seg->samples = (uint32_t)n;
 }
@@ -129,7 +130,7 @@ static uint64_t guest_resolution(const struct clock_sample *kept, size_t nk)
 		else
 			res = MIN(res, d);
 	}
-	return repeats && res != UINT64_MAX ? res : 0;
+	return repeats ? (res == UINT64_MAX ? 1 : res) : 0; /* all equal: dedupe only */
 }
 
 /* One sample per run of equal readings, the shortest round trip, moved to the middle of the
@@ -201,7 +202,7 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 		double e = fabs(mid(&kept[i]) - (double)clockfit_apply(&fit, kept[i].guest)) +
 			   (double)rtt(&kept[i]) / 2 + (double)fit.guest_resolution / 2;
 
-		fit.error_bound = MAX(fit.error_bound, (uint64_t)ceil(e));
+		fit.error_bound = MAX(fit.error_bound, e < 1.8e19 ? (uint64_t)ceil(e) : UINT64_MAX);
 	}
 	*ret = fit;
 	return 0;
@@ -222,7 +223,7 @@ uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest_ns)
 		return 0;
 	if (h >= 18446744073709551615.0)
 		return UINT64_MAX;
-	return (uint64_t)llround(h);
+	return h < 9.2e18 ? (uint64_t)llround(h) : (uint64_t)h;
 }
 
 size_t clockfit_format_sample(const struct clock_sample *s, char *buf, size_t len)

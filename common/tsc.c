@@ -141,5 +141,8 @@ uint64_t tsc_fit_apply(const struct tsc_fit *f, uint64_t tsc)
 {
 	double d = ((double)(int64_t)(tsc - f->tsc0)) * f->ns_per_cycle;
 
+	/* A hostile or broken fit (clock.ini is a file) must not make the conversion undefined. */
+	if (!(d > -9.2e18 && d < 9.2e18))
+		return d > 0 ? UINT64_MAX - 1 : 1;
 	return f->ns0 + (uint64_t)(int64_t)d;
 }
