@@ -154,7 +154,8 @@ static int daemon_open_data(struct daemon *d)
 			continue;
 		}
 		if (r < 0) {
-			log_error("cannot open %s: %s — the guest has %u CPUs; run 'trace-collector setup --name %s --cpus %u'",
+			log_error("cannot open %s: %s — the guest has %u CPUs; run 'trace-collector setup --name %s --cpus %u' "
+				  "(and give the VM the new ports), or pass --allow-partial to trace the CPUs that have ports",
 				  port_path(&d->data[i], true, path, sizeof(path)), strerror(-r), d->hello.ncpus,
 				  d->o->name, d->hello.ncpus);
 			return r;
