@@ -25,7 +25,7 @@ import tempfile
 import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.join(TOP, "build")
+BUILD = os.environ.get("VT_BUILD", os.path.join(TOP, "build"))  # VT_BUILD: another build dir
 COLLECTOR = os.path.join(BUILD, "collector", "trace-collector")
 BOOT = os.path.join(TOP, "tests", "e2e", "boot")
 VM = "vt-e2e"  # the name tests/e2e/boot gives setup
@@ -120,6 +120,8 @@ class Bench:
         self.daemon_run0 = proc_run_ns(self.daemon)
         self.start_s = time.monotonic() - t0
         self.t_go = time.monotonic()
+        self.rss_series = []
+        self.next_rss = self.t_go
 
     def stop_agent(self):
         cpu = proc_cpu_ns(self.daemon)
@@ -149,7 +151,9 @@ class Bench:
         ovr = sum(int(v) for k, v in astats.items() if k.endswith(".overrun"))
         summ = " | ".join(l.strip() for l in text.splitlines() if re.search(r"lost|loss|overrun|missed|drop", l, re.I))
         outsz = os.path.getsize(self.session_out) if os.path.exists(self.session_out) else 0
+        merge_read = re.search(r"input read: (\d+) bytes", text)
         self.record(f"host mode=agent start_s={self.start_s:.3f} traced_s={dur:.2f} "
+                    f"rss_kb_series={','.join(self.rss_series)} merge_read={merge_read.group(1) if merge_read else '?'} "
                     f"daemon_cpu_s={(cpu - self.daemon_cpu0) / 1e9:.3f} daemon_run_s={(run - self.daemon_run0) / 1e9:.4f} daemon_hwm_kb={rss} "
                     f"stop_s={stop_s:.3f} stop_rc={r.returncode} spooled={spooled} bytes_sent={sent} "
                     f"ring_overrun={ovr} out_bytes={outsz} summary={summ!r}")
@@ -232,6 +236,9 @@ class Bench:
                     self.handle(m.group(1))
                 elif "vt-e2e: script exit" in line or "Kernel panic" in line:
                     self.record("# guest: " + line)
+            if self.daemon and time.monotonic() >= self.next_rss:
+                self.rss_series.append(f"{time.monotonic() - self.t_go:.0f}s:{proc_rss_kb(self.daemon)}")
+                self.next_rss += 10
             if st is not None and not chunk:
                 break
             time.sleep(0.05)

@@ -228,6 +228,8 @@ static int find_begin(struct merge_guest *g, struct guest_cpu *c, uint64_t size)
 	while (off < size) {
 		ssize_t n = pread(c->fd, buf, 1u << 20, (off_t)off);
 		const uint8_t *p = buf;
+
+		g->loss.bytes_read += n > 0 ? (uint64_t)n : 0;
 		struct vt_marker m;
 
 		if (n <= 0)
@@ -341,6 +343,7 @@ static bool next_page(struct merge_guest *g, struct guest_cpu *c)
 			g->loss.damaged_read++;
 			return false;
 		}
+		g->loss.bytes_read += g->page_size;
 		r = vt_marker_decode(c->page, g->page_size, &m);
 		if (r == 1 && m.kind == VT_MARKER_END && m.session_id == g->session_id) {
 			c->have_end = true;
@@ -508,6 +511,7 @@ static int merge_guest_rewind(struct merge_guest *g)
 	g->loss.dropped_cpus = keep.dropped_cpus;
 	g->loss.stale_bytes = keep.stale_bytes;
 	g->loss.no_end_cpus = keep.no_end_cpus;
+	g->loss.bytes_read = keep.bytes_read;
 	for (uint32_t i = 0; i < g->ncpus; i++) {
 		struct guest_cpu *c = &g->cpus[i];
 

@@ -283,6 +283,8 @@ static void summary(const struct merge_ctx *m, const char *out)
 			printf("          %s: %" PRIu64 "\n", loss[i].what, loss[i].n);
 	if (stat(out, &st) == 0)
 		printf("  output: %s (%lld bytes%s)\n", out, (long long)st.st_size, m->zstd ? ", zstd" : "");
+	if (m->guest.present)
+		printf("  input read: %" PRIu64 " bytes of guest spools (scan pass + write pass)\n", m->guest.loss.bytes_read);
 }
 
 /* merge.ini in the session dir: what this merge did about the clock and the vCPUs (best effort:

@@ -38,6 +38,7 @@ struct merge_losses {
 	uint64_t bad_events, unknown_event_ids, backwards_ts, oversized_events;
 	uint64_t ring_missed_pages, ring_lost_events, transport_missing_pages;
 	uint64_t ring_lost_unstored; /* overrun the pages did not count (end marker's figure) */
+	uint64_t bytes_read;         /* spool bytes read, every pass (not a loss: the cost) */
 	uint64_t dropped_formats, dropped_cpus, stale_bytes;
 	uint64_t outside_window; /* converted times clamped into the session window */
 	uint64_t no_end_cpus;    /* spools without their end marker: shortfall unknown */
