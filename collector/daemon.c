@@ -665,9 +665,16 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 		return;
 	d->deadline_ns = 0;
 	switch (d->ph) {
-	case PH_HELLO: case PH_RESET: case PH_CONFIG: case PH_META: case PH_START:
+	case PH_HELLO:
 		daemon_fail(d, "no answer from the agent on agent-ctl-path within %u s while %s — is trace-agent running in the guest?",
 			    d->o->timeout_s, daemon_phase_names[d->ph]);
+		break;
+	case PH_RESET: case PH_CONFIG: case PH_META: case PH_START:
+		/* It answered HELLO (and more): it runs, but this step hangs in the guest. */
+		daemon_fail(d, "the agent (%s, guest %s) answered HELLO but not within %u s while %s: that step is stuck "
+			    "in the guest (its log says where; 'trace-collector stop' is not needed, nothing was traced%s)",
+			    d->hello.agent_version, d->hello.release, d->o->timeout_s, daemon_phase_names[d->ph],
+			    d->ph == PH_START ? "; the agent aborts a start it cannot finish in 10 s" : "");
 		break;
 	case PH_PROBES0:
 		log_warn("clock probes unanswered; the clock stays unaligned");
