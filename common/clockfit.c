@@ -10,8 +10,14 @@
  *
  * A coarse guest clock (jiffies: 4 ms steps) gives many probes the same reading. A reading g
  * means the guest's true time lay in [g, g + resolution): each run of equal readings becomes
- * one sample (its shortest round trip) at g + resolution / 2, and the resolution widens the
- * step tolerance and the error bound. */
+ * one sample (its shortest round trip) fitted at g + resolution / 2, and the segments are
+ * shifted back so that a raw reading (an event's time stamp, a floor too) maps to the middle
+ * of its step. Such a clock is also a poor one: a TCG guest on jiffies loses ticks and ran
+ * 0.4% slow here, so it may drift by up to COARSE_DRIFT, and round trips far below its step
+ * are all good enough to keep.
+ *
+ * The error bound is checked against every sample, not only the ones fitted: a probe whose
+ * [send, reply] bracket the fit misses proves the fit wrong by at least that much. */
 #include "clockfit.h"
 
 #include <errno.h>
@@ -27,6 +33,15 @@
 #define STEP_MIN_NS 200000     /* a residual jump under 200 us is noise, not a step */
 #define SLOPE_MIN_SPAN_NS 1000000000ull /* a slope from a shorter span is noise: use 1 */
 #define DRIFT_MAX 50e-6        /* clocks may drift apart this much across a gap without a step */
+#define SLOPE_DEV_MAX 1e-3     /* a real clock drifts by ppm: clamp nonsense from degenerate spans */
+#define COARSE_DRIFT 2e-2      /* a tick-counting guest clock (jiffies) that loses ticks */
+
+/* How much a fit may bend: fine clocks by ppm, coarse ones by percent. */
+struct fit_limits {
+	double tol;       /* residual that counts as a step */
+	double drift;     /* allowed drift per ns of gap */
+	double slope_dev; /* |slope - 1| at most */
+};
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -46,7 +61,8 @@ static uint64_t rtt(const struct clock_sample *s) { return s->host_recv - s->hos
 static double mid(const struct clock_sample *s) { return (double)s->host_send + (double)rtt(s) / 2; }
 
 /* Least squares over s[0..n) around the first sample to keep precision. */
-static void fit_line(const struct clock_sample *s, size_t n, struct clock_segment *seg)
+static void fit_line(const struct clock_sample *s, size_t n, const struct fit_limits *lim,
+		     struct clock_segment *seg)
 {
 	double g0 = (double)s[0].guest, h0 = mid(&s[0]);
 	double sx = 0, sy = 0, sxx = 0, sxy = 0, slope = 1, b, offset;
@@ -60,8 +76,7 @@ static void fit_line(const struct clock_sample *s, size_t n, struct clock_segmen
 	 * (round-trip jitter / span), thousands of ppm, and extrapolated across the session. */
 	if (n >= 2 && s[n - 1].guest - s[0].guest >= SLOPE_MIN_SPAN_NS && n * sxx - sx * sx > 0) {
 		slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-		/* A real clock drifts by ppm, not percent: clamp nonsense from degenerate spans. */
-		if (slope < 0.999 || slope > 1.001)
+		if (fabs(slope - 1) > lim->slope_dev)
 			slope = 1;
 	}
 	b = (sy - slope * sx) / n; /* y = slope * x + b */
@@ -90,12 +105,12 @@ static double resid(const struct clock_segment *seg, const struct clock_sample *
  * through the previous ones (within tol, plus DRIFT_MAX of the gap since the last agreeing
  * sample: after a long gap, e.g. start and stop bursts with slow probes between, the line
  * cannot know the drift yet); two disagreeing the same way in a row mark a step. */
-static double gap_tol(const struct clock_sample *s, size_t len, size_t i, double tol)
+static double gap_tol(const struct clock_sample *s, size_t len, size_t i, const struct fit_limits *lim)
 {
-	return tol + DRIFT_MAX * ((double)s[i].guest - (double)s[len - 1].guest);
+	return lim->tol + lim->drift * ((double)s[i].guest - (double)s[len - 1].guest);
 }
 
-static size_t segment_len(const struct clock_sample *s, size_t n, double tol)
+static size_t segment_len(const struct clock_sample *s, size_t n, const struct fit_limits *lim)
 {
 	struct clock_segment seg;
 	size_t len = 1;
@@ -103,11 +118,11 @@ static size_t segment_len(const struct clock_sample *s, size_t n, double tol)
 	while (len < n) {
 		double r1, r2;
 
-		fit_line(s, len, &seg);
+		fit_line(s, len, lim, &seg);
 		r1 = resid(&seg, &s[len]);
-		if (fabs(r1) > gap_tol(s, len, len, tol) && len + 1 < n) {
+		if (fabs(r1) > gap_tol(s, len, len, lim) && len + 1 < n) {
 			r2 = resid(&seg, &s[len + 1]);
-			if (fabs(r2) > gap_tol(s, len, len + 1, tol) && (r1 > 0) == (r2 > 0))
+			if (fabs(r2) > gap_tol(s, len, len + 1, lim) && (r1 > 0) == (r2 > 0))
 				break;
 		}
 		len++;
@@ -133,9 +148,8 @@ static uint64_t guest_resolution(const struct clock_sample *kept, size_t nk)
 	return repeats ? (res == UINT64_MAX ? 1 : res) : 0; /* all equal: dedupe only */
 }
 
-/* One sample per run of equal readings, the shortest round trip, moved to the middle of the
- * clock step. Returns the new count. */
-static size_t collapse_repeats(struct clock_sample *kept, size_t nk, uint64_t res)
+/* One sample per run of equal readings, the shortest round trip. Returns the new count. */
+static size_t collapse_repeats(struct clock_sample *kept, size_t nk)
 {
 	size_t out = 0;
 
@@ -145,65 +159,99 @@ static size_t collapse_repeats(struct clock_sample *kept, size_t nk, uint64_t re
 		for (; j < nk && kept[j].guest == kept[i].guest; j++)
 			if (rtt(&kept[j]) < rtt(&kept[best]))
 				best = j;
-		kept[out] = kept[best];
-		kept[out].guest += res / 2;
-		out++;
+		kept[out++] = kept[best];
 		i = j;
 	}
 	return out;
 }
 
+/* How far the fit can be off, proved by the samples: the fitted ones by their distance to
+ * the midpoint plus half their round trip, every one by how far the fit misses its bracket;
+ * a coarse reading adds half a step (its event's own place in the step is unknown). */
+static uint64_t error_bound(const struct clock_fit *fit, const struct clock_sample *s, size_t n,
+			    uint64_t limit)
+{
+	double half = (double)fit->guest_resolution / 2, worst = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double h = (double)clockfit_apply(fit, s[i].guest), e;
+
+		if (rtt(&s[i]) <= limit)
+			e = fabs(mid(&s[i]) - h) + (double)rtt(&s[i]) / 2 + half;
+		else
+			e = fmax(fmax((double)s[i].host_send - half - h, h - (double)s[i].host_recv - half), 0) + half;
+		worst = fmax(worst, e);
+	}
+	return worst < 1.8e19 ? (uint64_t)ceil(worst) : UINT64_MAX;
+}
+
+/* Fits the segments of kept[0..nk) (sorted, one sample per reading) into fit. */
+static void fit_segments(struct clock_fit *fit, struct clock_sample *kept, size_t nk, const struct fit_limits *lim)
+{
+	uint64_t half = fit->guest_resolution / 2;
+	size_t start = 0;
+
+	for (size_t i = 0; i < nk; i++)
+		kept[i].guest += half; /* a reading stands for the middle of its step */
+	while (start < nk && fit->nseg < CLOCKFIT_MAX_SEGMENTS) {
+		size_t len = fit->nseg + 1 == CLOCKFIT_MAX_SEGMENTS ? nk - start : segment_len(kept + start, nk - start, lim);
+		struct clock_segment *seg = &fit->seg[fit->nseg++];
+
+		fit_line(kept + start, len, lim, seg);
+		/* back to raw readings: raw g maps to where g + half was fitted */
+		seg->guest_start = seg->guest_start >= half ? seg->guest_start - half : 0;
+		seg->offset += (int64_t)llround(seg->slope * (double)half);
+		start += len;
+	}
+	for (size_t i = 0; i < nk; i++)
+		kept[i].guest -= half;
+}
+
 int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit *ret)
 {
 	_cleanup_free_ uint64_t *rtts = NULL;
-	_cleanup_free_ struct clock_sample *kept = NULL;
+	_cleanup_free_ struct clock_sample *kept = NULL, *all = NULL;
 	struct clock_fit fit = { .samples_total = (uint32_t)n };
-	size_t nk = 0, start = 0;
+	struct fit_limits lim = { .drift = DRIFT_MAX, .slope_dev = SLOPE_DEV_MAX };
+	size_t nk = 0;
 	uint64_t limit;
-	double tol;
 
 	if (n == 0)
 		return -EINVAL;
 	rtts = malloc(n * sizeof(*rtts));
 	kept = malloc(n * sizeof(*kept));
-	if (!rtts || !kept)
+	all = malloc(n * sizeof(*all));
+	if (!rtts || !kept || !all)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		if (samples[i].host_recv < samples[i].host_send)
 			return -EINVAL;
 		rtts[i] = rtt(&samples[i]);
+		all[i] = samples[i];
 	}
 	qsort(rtts, n, sizeof(*rtts), cmp_u64);
+	qsort(all, n, sizeof(*all), cmp_guest);
 	fit.min_rtt = rtts[0];
+	fit.guest_resolution = guest_resolution(all, n);
 	limit = fit.min_rtt * RTT_KEEP_FACTOR + RTT_SLACK_NS;
+	if (fit.guest_resolution) {
+		limit = MAX(limit, fit.guest_resolution / 4);
+		lim.drift = lim.slope_dev = COARSE_DRIFT;
+	}
 	for (size_t i = 0; i < n; i++)
-		if (rtt(&samples[i]) <= limit)
-			kept[nk++] = samples[i];
-	qsort(kept, nk, sizeof(*kept), cmp_guest);
-	fit.guest_resolution = guest_resolution(kept, nk);
+		if (rtt(&all[i]) <= limit)
+			kept[nk++] = all[i];
 	if (fit.guest_resolution)
-		nk = collapse_repeats(kept, nk, fit.guest_resolution);
+		nk = collapse_repeats(kept, nk);
 	for (size_t i = 0; i < nk; i++)
 		rtts[i] = rtt(&kept[i]);
 	qsort(rtts, nk, sizeof(*rtts), cmp_u64);
 	fit.median_rtt = rtts[nk / 2];
 	fit.samples_used = (uint32_t)nk;
-	tol = MAX((double)STEP_MIN_NS, 4.0 * (double)fit.median_rtt);
-	tol = MAX(tol, 2.0 * (double)fit.guest_resolution);
-
-	while (start < nk && fit.nseg < CLOCKFIT_MAX_SEGMENTS) {
-		size_t len = fit.nseg + 1 == CLOCKFIT_MAX_SEGMENTS ? nk - start
-								   : segment_len(kept + start, nk - start, tol);
-
-		fit_line(kept + start, len, &fit.seg[fit.nseg++]);
-		start += len;
-	}
-	for (size_t i = 0; i < nk; i++) {
-		double e = fabs(mid(&kept[i]) - (double)clockfit_apply(&fit, kept[i].guest)) +
-			   (double)rtt(&kept[i]) / 2 + (double)fit.guest_resolution / 2;
-
-		fit.error_bound = MAX(fit.error_bound, e < 1.8e19 ? (uint64_t)ceil(e) : UINT64_MAX);
-	}
+	lim.tol = MAX((double)STEP_MIN_NS, 4.0 * (double)fit.median_rtt);
+	lim.tol = MAX(lim.tol, 2.0 * (double)fit.guest_resolution);
+	fit_segments(&fit, kept, nk, &lim);
+	fit.error_bound = error_bound(&fit, all, n, limit);
 	*ret = fit;
 	return 0;
 }

@@ -32,7 +32,7 @@ e2e_cleanup() {
 		echo "--- console log ($LOG)"; tr -d '\r' <"$LOG" 2>/dev/null | tail -n 60
 		for f in "$VM"/sessions/*/collector.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }; done
 	fi
-	rm -rf "$T"
+	[ -n "${VT_KEEP:-}" ] && cp -r "$VM/sessions" "$VT_KEEP/" 2>/dev/null; rm -rf "$T"
 }
 
 tc() { "$TRACE_COLLECTOR" "$@"; }

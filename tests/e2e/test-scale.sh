@@ -6,6 +6,8 @@
 #                           --allow-partial traces the others and names cpu2 everywhere
 #   test-scale.sh flood     a flood into a small ring: the ring's overrun reaches perf as
 #                           LOST_SAMPLES, exactly the stop summary's figure
+#   test-scale.sh coarse-clock  a guest on the jiffies clocksource (4 ms steps): stop aligns
+#                           it and exits 0, hold-out markers land within a step of their probes
 . "$(dirname "$0")/lib.sh"
 
 mode=${1:?usage: test-scale.sh vcpus16|partial|flood}
@@ -99,5 +101,44 @@ flood() {
 		"$PERF" report -i "$out" --stats
 }
 
-"$mode"
+coarse_clock() {
+	local sum sess res bound n=300
+	check "boot with clocksource=jiffies" e2e_boot --append clocksource=jiffies
+	sess=$(e2e_start -e 'sched:sched_switch' --clock ptp --probe-interval 0.25 --holdout-probes)
+	check_out "start" "^$VM/sessions/" echo "$sess"
+	check "guest workload ($n lines)" e2e_run "$n"
+	sleep 2 # hold-out probes
+	sum=$(e2e_stop -o "$out" 2>&1)
+	check "stop exits 0 (the clock aligned)" test $? -eq 0
+	echo "$sum"
+	check "guest powers off cleanly" e2e_end
+	check_out "merge: clock aligned from clock.ini" 'clock: +aligned \(ptp, [0-9]+ segments' echo "$sum"
+	check "merge: not UNALIGNED" bash -c '! grep -q UNALIGNED <<<"$1"' _ "$sum"
+	check_out "no guest time outside the session window" 'window: .*; 0 outside, clamped' echo "$sum"
+	res=$(sed -n 's/^guest_resolution_ns=//p' "$sess/clock.ini")
+	check "clock.ini: the guest clock's step found (${res:-none} ns)" test "${res:-0}" -ge 1000000
+	# Lines of two CPUs within one 4 ms step carry equal times: their order across CPUs is
+	# unknowable. Each CPU's own lines keep their order.
+	check "all $n markers present once" test "$(markers_of "$out" 1 | tr ' ' '\n' | sort -n | tr '\n' ' ')" = "$(seq -s ' ' 0 $((n - 1))) "
+	check "each CPU's markers in order" test "$(markers_of "$out" '$2 == 0')" = "$(seq 0 2 $((n - 1)) | tr '\n' ' ')" -a \
+		"$(markers_of "$out" '$2 == 1')" = "$(seq 1 2 $((n - 1)) | tr '\n' ' ')"
+	bound=$(sed -n 's/^error_bound_ns=//p' "$sess/clock.ini")
+	check "hold-out markers within the stated error bound ($bound ns) of their probe's [send, reply]" \
+		python3 - "$sess/clock.holdout" "$out" "$bound" "$PERF" <<'PY'
+import re, subprocess, sys
+holdout = {int(l.split()[0]): (int(l.split()[1]), int(l.split()[3])) for l in open(sys.argv[1]) if l.strip()}
+res = int(sys.argv[3])
+out = subprocess.run([sys.argv[4], "script", "-i", sys.argv[2], "--ns", "-F", "time,event,trace"], capture_output=True, text=True).stdout
+marks = {int(m.group(3)): int(m.group(1)) * 10**9 + int(m.group(2))
+         for m in re.finditer(r"^\s*(\d+)\.(\d{9}):\s+guest_ftrace:print:.*vt-probe (\d+)", out, re.M)}
+off = [max(h[0] - marks[k], marks[k] - h[1], 0) for k, h in holdout.items() if k in marks]
+for k, h in sorted(holdout.items()):
+    if k in marks:
+        print(f"probe {k}: marker - send {marks[k] - h[0]} ns, reply - marker {h[1] - marks[k]} ns")
+print(f"{len(holdout)} hold-out probes, {len(off)} markers, worst distance outside [send, reply] {max(off) if off else -1} ns, stated bound {res} ns")
+sys.exit(0 if len(off) >= 3 and len(off) == len(holdout) and max(off) <= res else 1)
+PY
+}
+
+"${mode//-/_}"
 finish
