@@ -249,9 +249,11 @@ static int agent_first_open(struct agent *a)
 	int r = ports_open(&a->ports, AGENT_CTL_PORT, &a->ctl);
 
 	if (r == -ENOENT) {
+		/* A port hot-plugged later (virsh attach-device --live) is found by the retries. */
 		log_error("no control port %s in %s: add the virtio-serial channels (see trace-collector "
-			  "setup)", AGENT_CTL_PORT, ports_where(&a->ports));
-		return r;
+			  "setup); waiting for it to appear", AGENT_CTL_PORT, ports_where(&a->ports));
+		agent_backoff(a);
+		return 0;
 	}
 	if (r < 0) {
 		log_info("control port %s not ready (%s): waiting for the host", AGENT_CTL_PORT, strerror(-r));
