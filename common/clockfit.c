@@ -76,7 +76,7 @@ static void fit_line(const struct clock_sample *s, size_t n, const struct fit_li
 	 * (round-trip jitter / span), thousands of ppm, and extrapolated across the session. */
 	if (n >= 2 && s[n - 1].guest - s[0].guest >= SLOPE_MIN_SPAN_NS && n * sxx - sx * sx > 0) {
 		slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-		if (fabs(slope - 1) > lim->slope_dev)
+		if (!(fabs(slope - 1) <= lim->slope_dev)) /* NaN too */
 			slope = 1;
 	}
 	b = (sy - slope * sx) / n; /* y = slope * x + b */
@@ -196,11 +196,13 @@ static void fit_segments(struct clock_fit *fit, struct clock_sample *kept, size_
 	while (start < nk && fit->nseg < CLOCKFIT_MAX_SEGMENTS) {
 		size_t len = fit->nseg + 1 == CLOCKFIT_MAX_SEGMENTS ? nk - start : segment_len(kept + start, nk - start, lim);
 		struct clock_segment *seg = &fit->seg[fit->nseg++];
+		double shift;
 
 		fit_line(kept + start, len, lim, seg);
 		/* back to raw readings: raw g maps to where g + half was fitted */
 		seg->guest_start = seg->guest_start >= half ? seg->guest_start - half : 0;
-		seg->offset += (int64_t)llround(seg->slope * (double)half);
+		shift = (double)seg->offset + seg->slope * (double)half; /* saturating: a hostile fit */
+		seg->offset = shift > 9.2e18 ? INT64_MAX : shift < -9.2e18 ? INT64_MIN : (int64_t)llround(shift);
 		start += len;
 	}
 	for (size_t i = 0; i < nk; i++)

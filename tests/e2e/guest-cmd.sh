@@ -2,7 +2,8 @@
 # Guest half of the trace-collector e2e tests (tests/e2e/lib.sh): obeys one command per console
 # line from the host and answers with a "vt-e2e: ..." line.
 #   run N          /bin/workload -n N (numbered trace_marker lines over both vCPUs + switches)
-#   flood N B      /bin/workload -n N -b B -s 0: N lines as fast as it can, B per CPU in turn
+#   flood N B      /bin/workload -n N -b B -s 0 -f: N lines as fast as it can, B per CPU in turn,
+#                  SCHED_FIFO (the agent's pump on that CPU waits: the ring overruns)
 #   restart-agent  kills the running trace-agent and starts a new one (no arguments)
 #   end            leaves (init then stops the agent and powers off)
 say() { echo "vt-e2e: $*"; }
@@ -15,7 +16,7 @@ while read -t 120 cmd arg; do
 		say "workload done $arg status $?" ;;
 	flood)
 		set -- $arg
-		/bin/workload -n "$1" -b "$2" -s 0 >/dev/null
+		/bin/workload -n "$1" -b "$2" -s 0 -f >/dev/null
 		say "flood done $1 status $?" ;;
 	restart-agent)
 		killall trace-agent

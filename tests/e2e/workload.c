@@ -96,14 +96,20 @@ int main(int argc, char **argv)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	int c;
 
-	while ((c = getopt(argc, argv, "n:m:s:b:")) != -1) {
+	while ((c = getopt(argc, argv, "n:m:s:b:f")) != -1) {
 		switch (c) {
 		case 'n': o.lines = strtol(optarg, NULL, 10); break;
 		case 'b': o.block = strtol(optarg, NULL, 10); break;
+		case 'f': /* outrun any reader on the same CPU: the ring must overrun */
+			if (sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){ .sched_priority = 1 }) < 0) {
+				fprintf(stderr, "workload: SCHED_FIFO: %s\n", strerror(errno));
+				return 1;
+			}
+			break;
 		case 'm': o.marker = optarg; break;
 		case 's': o.switches = strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-s ROUND_TRIPS] [-m TRACE_MARKER]\n");
+			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER]\n");
 			return 2;
 		}
 	}
