@@ -6,6 +6,8 @@
 #                           --allow-partial traces the others and names cpu2 everywhere
 #   test-scale.sh flood     a flood into a small ring: the ring's overrun reaches perf as
 #                           LOST_SAMPLES, exactly the stop summary's figure
+#   test-scale.sh onectl    16 vCPUs with all 17 ports on one controller (the old layout): the
+#                           guest loses port announcements; start fails naming those CPUs
 #   test-scale.sh coarse-clock  a guest on the jiffies clocksource (4 ms steps): stop aligns
 #                           it and exits 0, hold-out markers land within a step of their probes
 . "$(dirname "$0")/lib.sh"
@@ -99,6 +101,24 @@ flood() {
 		'ring pages with missed events \(LOST_SAMPLES written\): [1-9]' echo "$sum"
 	check_out "perf report --stats counts LOST_SAMPLES records" 'LOST_SAMPLES events: +[1-9]' \
 		"$PERF" report -i "$out" --stats
+}
+
+onectl() {
+	local msg sess lost
+	check "boot 16 vCPUs, all 17 ports on one controller" e2e_boot --cpus 16 --mem 512 --timeout 280 --one-controller 1
+	msg=$(e2e_start -e 'sched:sched_switch' 2>&1)
+	check "start fails: some CPUs cannot stream" test $? -ne 0
+	echo "$msg"
+	check_out "start names them, Broken pipe, and what to do" \
+		'start failed: [1-9][0-9]* of 16 guest CPUs cannot stream: cpu[0-9]+ \(Broken pipe\).*re-run .trace-collector setup.*--allow-partial' echo "$msg"
+	lost=$(grep -o 'cpu[0-9]* (Broken pipe)' <<<"$msg" | cut -d' ' -f1 | sed 's/cpu//' | tr '\n' ',' | sed 's/,$//')
+	check_out "the agent says why (the host side never seen open)" 'the guest never saw the host side open' e2e_console
+	sess=$(e2e_start -e 'sched:sched_switch' --allow-partial)
+	check_out "start --allow-partial goes on without cpus $lost" "^$VM/sessions/" echo "$sess"
+	check "guest workload" e2e_run 160
+	check_out "stop names them" "^NOT TRACED: guest CPUs $lost " e2e_stop -o "$out"
+	check_out "session.ini names them" "^missing_cpus=$lost\$" cat "$sess/session.ini"
+	check "guest powers off cleanly" e2e_end
 }
 
 coarse_clock() {
