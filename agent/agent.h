@@ -20,6 +20,8 @@ struct agent_options {
 #define AGENT_DEFAULT_CLOCK "mono"
 #define AGENT_BUFFER_KB_MIN 4u
 #define AGENT_BUFFER_KB_MAX (4u << 20) /* 4 GiB per CPU */
+#define AGENT_FLUSH_MS_DEFAULT 1000u
+#define AGENT_FLUSH_MS_MAX 3600000u
 
 /* What the host asked for; applied to the instance at CONFIG (idle) and at START. */
 struct agent_config {
@@ -28,6 +30,7 @@ struct agent_config {
 	uint32_t buffer_kb; /* 0: leave the instance's size */
 	char *tracer;       /* current_tracer during sessions; NULL = nop */
 	char *ftrace_filter; /* set_ftrace_filter globs, space separated; NULL = all functions */
+	uint32_t flush_ms;   /* a quiet ring's data goes out within this many ms; 0 = only at half full */
 };
 
 /* ---- events.c: the event list the host sends (pure, fuzzed) ---- */
@@ -102,6 +105,7 @@ struct pump_shared {
 	uint64_t session;
 	uint32_t page_size;
 	size_t pipe_size;
+	int flush_ms; /* poll timeout of a pump: then it sends what the ring has; -1 = never */
 	const struct tracefs *tfs;
 	const struct ports *ports;
 };

@@ -34,7 +34,7 @@ static int config_dup(const char *s, char **ret)
 
 int config_set(struct agent_config *c, const struct agent_config *v)
 {
-	struct agent_config n = { .buffer_kb = v->buffer_kb };
+	struct agent_config n = { .buffer_kb = v->buffer_kb, .flush_ms = v->flush_ms };
 
 	if (config_dup(v->events, &n.events) < 0 || config_dup(v->clock, &n.clock) < 0 ||
 	    config_dup(v->tracer, &n.tracer) < 0 || config_dup(v->ftrace_filter, &n.ftrace_filter) < 0) {
@@ -50,7 +50,8 @@ int config_default(struct agent_config *c, uint32_t buffer_kb)
 {
 	char events[] = AGENT_DEFAULT_EVENTS, clock[] = AGENT_DEFAULT_CLOCK;
 
-	return config_set(c, &(struct agent_config){ .events = events, .clock = clock, .buffer_kb = buffer_kb });
+	return config_set(c, &(struct agent_config){ .events = events, .clock = clock, .buffer_kb = buffer_kb,
+						     .flush_ms = AGENT_FLUSH_MS_DEFAULT });
 }
 
 bool config_has_tracer(const struct agent_config *c)
@@ -133,7 +134,7 @@ static int control_config_new(struct agent *a, const struct vt_msg *m, struct ag
 {
 	_cleanup_free_ char *events = NULL, *clock = NULL, *tracer = NULL, *filter = NULL;
 	_cleanup_free_ struct event_spec *ev = NULL;
-	uint32_t kb = a->cfg.buffer_kb;
+	uint32_t kb = a->cfg.buffer_kb, flush = a->cfg.flush_ms;
 	size_t n;
 	int r;
 
@@ -143,6 +144,9 @@ static int control_config_new(struct agent *a, const struct vt_msg *m, struct ag
 	r = vt_msg_u32(m, VT_A_BUFFER_KB, &kb);
 	if (r < 0 && r != -ENOENT)
 		return r;
+	r = vt_msg_u32(m, VT_A_FLUSH_MS, &flush);
+	if ((r < 0 && r != -ENOENT) || flush > AGENT_FLUSH_MS_MAX)
+		return -EBADMSG;
 	if (events && events_parse(events, &ev, &n, NULL) == 0) {
 		free(events);
 		events = NULL;
@@ -153,7 +157,7 @@ static int control_config_new(struct agent *a, const struct vt_msg *m, struct ag
 	/* Present but "" (or nop): back to the default, which is stored as NULL. */
 	return config_set(c, &(struct agent_config){
 		.events = events ? events : a->cfg.events, .clock = clock ? clock : a->cfg.clock,
-		.buffer_kb = kb,
+		.buffer_kb = kb, .flush_ms = flush,
 		.tracer = !tracer ? a->cfg.tracer : *tracer && strcmp(tracer, "nop") ? tracer : NULL,
 		.ftrace_filter = !filter ? a->cfg.ftrace_filter : *filter ? filter : NULL });
 }
@@ -183,8 +187,8 @@ static void control_config(struct agent *a, const struct vt_msg *m, struct vt_bu
 	}
 	config_free(&a->cfg);
 	a->cfg = c;
-	log_info("config: events %s, clock %s, buffer %u KiB, tracer %s%s%s", c.events, c.clock,
-		 c.buffer_kb, c.tracer ? c.tracer : "nop", c.ftrace_filter ? ", functions " : "",
+	log_info("config: events %s, clock %s, buffer %u KiB, flush %u ms, tracer %s%s%s", c.events, c.clock,
+		 c.buffer_kb, c.flush_ms, c.tracer ? c.tracer : "nop", c.ftrace_filter ? ", functions " : "",
 		 c.ftrace_filter ? c.ftrace_filter : "");
 	control_ok(a, m->hdr.seq, out);
 }

@@ -175,6 +175,16 @@ static int pump_read_tail(struct pump_io *io)
 	return 0;
 }
 
+/* A quiet ring (below buffer_percent) for flush_ms: its whole pages by splice, then the partial
+ * page by read() (at most a page through user space per period), so history reaches the host
+ * before a later burst could overwrite it. */
+static int pump_flush_quiet(struct pump_io *io)
+{
+	int r = pump_splice_all(io);
+
+	return r < 0 ? r : pump_read_tail(io);
+}
+
 /* Waits for ring data (pollable; buffer_percent sets when it wakes us) or stop. */
 static int pump_loop(struct pump_io *io)
 {
@@ -183,12 +193,18 @@ static int pump_loop(struct pump_io *io)
 				 { .fd = io->sh->abort_efd, .events = POLLIN } };
 
 	for (;;) {
-		int r;
+		int n = poll(pfd, 3, io->sh->flush_ms), r;
 
-		if (poll(pfd, 3, -1) < 0) {
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
+		}
+		if (n == 0) {
+			r = pump_flush_quiet(io);
+			if (r < 0)
+				return r;
+			continue;
 		}
 		if (pfd[2].revents)
 			return -ECANCELED;

@@ -211,6 +211,7 @@ int session_start(struct agent *a, uint64_t id, char **ret_msg)
 	a->sh.session = id;
 	a->sh.page_size = a->page_size;
 	a->sh.pipe_size = a->pipe_size;
+	a->sh.flush_ms = a->cfg.flush_ms ? (int)a->cfg.flush_ms : -1;
 	a->sh.tfs = &a->tfs;
 	a->sh.ports = &a->ports;
 	a->pumps = calloc(a->ncpus, sizeof(*a->pumps));

@@ -93,7 +93,7 @@ int agentctl_send_hello(struct agentctl *a)
 }
 
 int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb,
-			 const char *tracer, const char *ftrace_filter)
+			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms)
 {
 	agentctl_begin(a, VT_MSG_CONFIG);
 	if (events)
@@ -106,6 +106,7 @@ int agentctl_send_config(struct agentctl *a, const char *events, const char *clo
 		vt_put_str(&a->out, VT_A_TRACER, tracer);
 	if (ftrace_filter)
 		vt_put_str(&a->out, VT_A_FTRACE_FILTER, ftrace_filter);
+	vt_put_u32(&a->out, VT_A_FLUSH_MS, flush_ms); /* an older agent skips the unknown tag */
 	return agentctl_queue(a);
 }
 

@@ -21,6 +21,7 @@
 	"       [--host-events LIST | --host-perf-args ARGS | --no-host | --host-data FILE]\n"        \
 	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
+	"       [--flush-interval SEC]\n"                                                           \
 	"Starts a daemon that drives trace-agent in the guest over the ports in D (default\n"          \
 	COLLECTOR_VM_ROOT "/VM, made by 'trace-collector setup'), spools every CPU's pages into\n"    \
 	"D/sessions/<UTC time>/, records the host with perf record, and prints the session dir once\n" \
@@ -37,6 +38,8 @@
 	"  --holdout-probes also send a marked probe each period: the guest writes 'vt-probe ID'\n"  \
 	"                   into its trace, the host logs send/reply times in clock.holdout (not fitted)\n" \
 	"  --kvm-debugfs DIR  debugfs root for the kvm method (default /sys/kernel/debug)\n"         \
+	"  --flush-interval SEC  a quiet guest ring's events reach the host within SEC (default 1,\n" \
+	"                   0..3600, decimals allowed; 0: only when a ring is half full)\n"          \
 	"  --allow-partial  go on when some guest CPUs cannot stream (named in status, the stop\n"   \
 	"                   summary and session.ini); by default start fails naming them\n"
 
@@ -131,6 +134,7 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'B': return start_interval(optarg, &o->probe_interval_ms);
 	case 'Z': o->holdout = true; return 0;
 	case 'A': o->allow_partial = true; return 0;
+	case 'I': return !strcmp(optarg, "0") ? (o->flush_ms = 0, 0) : start_interval(optarg, &o->flush_ms);
 	case 'K': o->kvm_debugfs = optarg; return strlen(optarg) < 256 ? 0 : -EINVAL;
 	}
 	return -EINVAL;
@@ -146,6 +150,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "foreground", 0, 0, 'f' }, { "timeout", 1, 0, 't' }, { "heartbeat", 1, 0, 'B' },
 		{ "probe-interval", 1, 0, 'B' }, { "holdout-probes", 0, 0, 'Z' }, { "kvm-debugfs", 1, 0, 'K' },
 		{ "tracer", 1, 0, 'T' }, { "ftrace-filter", 1, 0, 'F' }, { "allow-partial", 0, 0, 'A' },
+		{ "flush-interval", 1, 0, 'I' },
 		{ "help", 0, 0, 'h' }, {},
 	};
 	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
@@ -154,7 +159,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 
 	*o = (struct start_opts){ .events = "sched,irq,timer", .tracer = "nop", .ftrace_filter = "",
 				   .clock = "auto", .timeout_s = 10,
-				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug" };
+				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug", .flush_ms = 1000 };
 	optind = 1;
 	while ((li = -1, c = getopt_long(argc, argv, "e:o:h", lopts, &li)) != -1) {
 		if (c == 'h') {

@@ -56,6 +56,7 @@ struct start_opts {
 	unsigned probe_interval_ms;   /* probe (heartbeat) period while tracing */
 	bool holdout;                 /* --holdout-probes: one marked probe per period */
 	bool allow_partial;           /* --allow-partial: go on when some CPUs cannot stream */
+	uint32_t flush_ms;            /* --flush-interval: a quiet guest ring goes out within it */
 	const char *kvm_debugfs;      /* debugfs root for the kvm method */
 };
 
@@ -148,7 +149,7 @@ void agentctl_free(struct agentctl *a);
 int agentctl_send_hello(struct agentctl *a);
 /* CONFIG; a NULL string or 0 leaves that attribute out (the agent keeps its value). */
 int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb,
-			 const char *tracer, const char *ftrace_filter);
+			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms);
 int agentctl_send_meta_req(struct agentctl *a);
 int agentctl_send_start(struct agentctl *a, uint64_t session_id);
 int agentctl_send_stop(struct agentctl *a);

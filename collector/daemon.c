@@ -257,7 +257,7 @@ static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
 		return;
 	}
 	agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb, d->o->tracer,
-			     d->o->ftrace_filter);
+			     d->o->ftrace_filter, d->o->flush_ms);
 	daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 }
 
@@ -397,7 +397,7 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 	case PH_RESET:
 		if (t == VT_MSG_STOPPED || t == VT_MSG_ERROR) {
 			agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb, d->o->tracer,
-			     d->o->ftrace_filter);
+			     d->o->ftrace_filter, d->o->flush_ms);
 			return daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 		}
 		break;

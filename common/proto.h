@@ -64,6 +64,7 @@ enum vt_attr_tag {
 	VT_A_SESSION_ACTIVE = 23, /* u64 session the agent is tracing, in hello replies */
 	VT_A_TRACER = 24,       /* str ftrace tracer of the instance, "nop" = events only */
 	VT_A_FTRACE_FILTER = 25, /* str function globs for set_ftrace_filter, "" = all */
+	VT_A_FLUSH_MS = 26,     /* u32: a quiet ring's pages go out within this many ms (0 = at half full only) */
 };
 
 enum vt_agent_state { VT_STATE_IDLE = 0, VT_STATE_TRACING = 1 };

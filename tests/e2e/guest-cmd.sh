@@ -4,6 +4,8 @@
 #   run N          /bin/workload -n N (numbered trace_marker lines over both vCPUs + switches)
 #   flood N B      /bin/workload -n N -b B -s 0 -f: N lines as fast as it can, B per CPU in turn,
 #                  SCHED_FIFO (the agent's pump on that CPU waits: the ring overruns)
+#   slow N US      N lines tagged "slow", US microseconds apart (the quiet spell before a burst)
+#   burst N B      like flood, lines tagged "burst"
 #   restart-agent  kills the running trace-agent and starts a new one (no arguments)
 #   end            leaves (init then stops the agent and powers off)
 say() { echo "vt-e2e: $*"; }
@@ -18,6 +20,14 @@ while read -t 120 cmd arg; do
 		set -- $arg
 		/bin/workload -n "$1" -b "$2" -s 0 -f >/dev/null
 		say "flood done $1 status $?" ;;
+	slow)
+		set -- $arg
+		/bin/workload -n "$1" -d "$2" -t slow -s 0 >/dev/null
+		say "slow done $1 status $?" ;;
+	burst)
+		set -- $arg
+		/bin/workload -n "$1" -b "$2" -t burst -s 0 -f >/dev/null
+		say "burst done $1 status $?" ;;
 	restart-agent)
 		killall trace-agent
 		i=0

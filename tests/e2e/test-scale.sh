@@ -8,6 +8,10 @@
 #                           LOST_SAMPLES, exactly the stop summary's figure
 #   test-scale.sh onectl    16 vCPUs with all 17 ports on one controller (the old layout): the
 #                           guest loses port announcements; start fails naming those CPUs
+#   test-scale.sh burst     markers written slowly, a quiet second, then a SCHED_FIFO burst on
+#                           the same CPUs into a 1 MiB ring: with --flush-interval 0 (pages go
+#                           out only at half full) the burst overwrites them; by default
+#                           (1 s) every slow marker arrives
 #   test-scale.sh coarse-clock  a guest on the jiffies clocksource (4 ms steps): stop aligns
 #                           it and exits 0, hold-out markers land within a step of their probes
 . "$(dirname "$0")/lib.sh"
@@ -118,6 +122,40 @@ onectl() {
 	check "guest workload" e2e_run 160
 	check_out "stop names them" "^NOT TRACED: guest CPUs $lost " e2e_stop -o "$out"
 	check_out "session.ini names them" "^missing_cpus=$lost\$" cat "$sess/session.ini"
+	check "guest powers off cleanly" e2e_end
+}
+
+# wait_nth REGEX N SECONDS: the console has REGEX N times (the same line comes once per session).
+wait_nth() {
+	local deadline=$((SECONDS + $3))
+	while [ $SECONDS -lt $deadline ]; do
+		[ "$(e2e_console | grep -Ec -- "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	echo "timed out waiting for /$1/ #$2" >&2
+	return 1
+}
+
+burst_session() { # FLUSH_SEC OUT NTH: slow markers, a quiet spell, a burst; prints the slow ones that arrived
+	local sess
+	sess=$(e2e_start -e 'sched:sched_switch' --buffer-kb 1024 --no-host --flush-interval "$1") || return 1
+	e2e_say "slow 200 5000" && wait_nth '^vt-e2e: slow done 200 status 0' "$3" 60 || return 1
+	sleep 1.5
+	e2e_say "burst 400000 200000" && wait_nth '^vt-e2e: burst done 400000 status 0' "$3" 120 || return 1
+	e2e_stop -o "$2" 2>&1 | grep -E '^(losses|cpu[0-9]|  output)' >&2
+	"$PERF" script -i "$2" -F trace 2>/dev/null | grep -c 'vt-e2e slow '
+}
+
+burst() {
+	local got0 got1
+	check "boot: guest ready, agent waiting" e2e_boot --timeout 280
+	got0=$(burst_session 0 "$T/noflush.data" 1)
+	echo "--flush-interval 0: $got0 of 200 slow markers"
+	check "without the flush the burst eats the quiet spell (the check can fail: ${got0:-?} of 200)" test "${got0:-200}" -lt 200
+	got1=$(burst_session 1 "$out" 2)
+	echo "--flush-interval 1: $got1 of 200 slow markers"
+	check "with the 1 s flush every slow marker arrives (${got1:-?} of 200)" test "${got1:-0}" -eq 200
+	check_out "the burst itself overran the ring" 'LOST_SAMPLES events: +[1-9]' "$PERF" report -i "$out" --stats
 	check "guest powers off cleanly" e2e_end
 }
 

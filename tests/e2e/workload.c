@@ -17,6 +17,8 @@ struct workload_opts {
 	long lines;
 	long switches;
 	long block; /* lines on one CPU before moving to the next (1: alternate every line) */
+	long delay_us; /* pause after each line */
+	const char *tag; /* "vt-e2e TAG I cpu C" */
 	int ncpus;
 };
 
@@ -47,12 +49,14 @@ static int workload_lines(const struct workload_opts *o)
 			close(fd);
 			return -1;
 		}
-		n = snprintf(line, sizeof(line), "vt-e2e line %ld cpu %d\n", i, cpu);
+		n = snprintf(line, sizeof(line), "vt-e2e %.16s %ld cpu %d\n", o->tag, i, cpu);
 		if (write(fd, line, (size_t)n) != n) {
 			fprintf(stderr, "workload: write to %s failed: %s\n", o->marker, strerror(errno));
 			close(fd);
 			return -1;
 		}
+		if (o->delay_us)
+			usleep((useconds_t)o->delay_us);
 	}
 	close(fd);
 	return 0;
@@ -92,14 +96,16 @@ static int workload_churn(long rounds)
 
 int main(int argc, char **argv)
 {
-	struct workload_opts o = { .marker = DEFAULT_MARKER, .lines = 1000, .switches = 2000, .block = 1 };
+	struct workload_opts o = { .marker = DEFAULT_MARKER, .lines = 1000, .switches = 2000, .block = 1, .tag = "line" };
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	int c;
 
-	while ((c = getopt(argc, argv, "n:m:s:b:f")) != -1) {
+	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:")) != -1) {
 		switch (c) {
 		case 'n': o.lines = strtol(optarg, NULL, 10); break;
 		case 'b': o.block = strtol(optarg, NULL, 10); break;
+		case 'd': o.delay_us = strtol(optarg, NULL, 10); break;
+		case 't': o.tag = optarg; break;
 		case 'f': /* outrun any reader on the same CPU: the ring must overrun */
 			if (sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){ .sched_priority = 1 }) < 0) {
 				fprintf(stderr, "workload: SCHED_FIFO: %s\n", strerror(errno));
@@ -109,7 +115,7 @@ int main(int argc, char **argv)
 		case 'm': o.marker = optarg; break;
 		case 's': o.switches = strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER]\n");
+			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER]\n");
 			return 2;
 		}
 	}
