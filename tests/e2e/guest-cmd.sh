@@ -6,6 +6,7 @@
 #                  SCHED_FIFO (the agent's pump on that CPU waits: the ring overruns)
 #   slow N US      N lines tagged "slow", US microseconds apart (the quiet spell before a burst)
 #   burst N B      like flood, lines tagged "burst"
+#   bgflood        a workload writing markers as fast as it can in the background, until poweroff
 #   restart-agent  kills the running trace-agent and starts a new one (no arguments)
 #   end            leaves (init then stops the agent and powers off)
 say() { echo "vt-e2e: $*"; }
@@ -28,6 +29,9 @@ while read -t 120 cmd arg; do
 		set -- $arg
 		/bin/workload -n "$1" -b "$2" -t burst -s 0 -f >/dev/null
 		say "burst done $1 status $?" ;;
+	bgflood)
+		/bin/workload -n 2000000000 -b 100000 -t bg -s 0 >/dev/null 2>&1 &
+		say "bgflood started" ;;
 	restart-agent)
 		killall trace-agent
 		i=0
