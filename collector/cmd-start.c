@@ -108,6 +108,36 @@ static int start_interval(const char *arg, unsigned *ret_ms)
 	return 0;
 }
 
+/* What each option takes, for the message about a bad value (keyed by its short letter). */
+static const char *start_accepted(int c)
+{
+	static const struct {
+		int c;
+		const char *what;
+	} tab[] = {
+		{ 'e', "event names: sys:event, sys:* or sys, comma separated ([A-Za-z0-9_:*,], 1..1000 chars)" },
+		{ 'H', "event names: sys:event, sys:* or sys, comma separated ([A-Za-z0-9_:*,], 1..1000 chars)" },
+		{ 'T', "a tracer name of the guest's available_tracers ([A-Za-z0-9_], 1..63 chars)" },
+		{ 'F', "function names or globs ([A-Za-z0-9_.*?], separated by spaces or commas, at most 1000 chars)" },
+		{ 'c', "auto, kvm or ptp" },
+		{ 'P', "perf record arguments, under 2048 bytes" },
+		{ 'D', "an existing perf.data file" },
+		{ 'o', "a file path (its directory must exist at stop)" },
+		{ 'm', "a size: a number with an optional K, M, G or T suffix, e.g. 2G" },
+		{ 'b', "KiB per CPU, 1..4194304" },
+		{ 'q', "a process id, 1..4194304" },
+		{ 't', "seconds, 1..3600" },
+		{ 'B', "seconds, 0.05..3600 (decimals allowed)" },
+		{ 'I', "seconds: 0 (off) or 0.05..3600 (decimals allowed)" },
+		{ 'K', "a directory path under 256 bytes" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(tab); i++)
+		if (tab[i].c == c)
+			return tab[i].what;
+	return "see trace-collector start --help";
+}
+
 static int start_parse_one(struct start_opts *o, int c, const char **dir, const char **run)
 {
 	uint64_t v;
@@ -168,8 +198,9 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		}
 		if (c == '?' || (r = start_parse_one(o, c, &dir, &run)) < 0) {
 			if (c != '?')
-				log_error("invalid value '%s' for option %s%s (see trace-collector start --help)",
-					  optarg, li >= 0 ? "--" : "-", li >= 0 ? lopts[li].name : (char[]){ (char)c, 0 });
+				log_error("invalid value '%.64s%s' for option %s%s: it takes %s",
+					  optarg, strlen(optarg) > 64 ? "..." : "", li >= 0 ? "--" : "-", li >= 0 ? lopts[li].name : (char[]){ (char)c, 0 },
+					  start_accepted(c));
 			return -EINVAL;
 		}
 	}

@@ -15,4 +15,33 @@ done
 check_out "collector unknown command" "unknown command 'frob'" "$TRACE_COLLECTOR" frob
 check "collector unknown command fails" bash -c "! '$TRACE_COLLECTOR' frob 2>/dev/null"
 check "collector without command fails" bash -c "! '$TRACE_COLLECTOR' 2>/dev/null"
+
+# Every start option with a value: a bad one fails (exit 2... or 1) before anything runs, with
+# a message naming the option and what it takes. Table: OPTION BAD_VALUE WORDS_OF_THE_RANGE.
+long=$(printf 'x%.0s' $(seq 2100))
+while IFS='|' read -r opt bad want; do
+	[ -n "$opt" ] || continue
+	out=$("$TRACE_COLLECTOR" start --name vm1 "$opt" "$bad" 2>&1); rc=$?
+	check "start $opt '${bad:0:20}': fails" test "$rc" -ne 0
+	check_out "start $opt '${bad:0:20}': names the option and what it takes" \
+		"invalid value .* for option $opt: it takes .*$want" echo "$out"
+done <<EOF2
+-e|a b|sys:event
+--events|sched:sw!|sys:event
+--buffer-kb|0|1\.\.4194304
+--buffer-kb|4194305|1\.\.4194304
+--clock|sundial|auto, kvm or ptp
+--host-events|x y|sys:event
+--host-perf-args|$long|2048 bytes
+--host-data|/nonexistent/perf.data|existing perf.data
+--max-size|2Q|K, M, G or T
+--qemu-pid|0|1\.\.4194304
+--timeout|3601|1\.\.3600
+--probe-interval|0.01|0\.05\.\.3600
+--heartbeat|x|0\.05\.\.3600
+--kvm-debugfs|/$long|256 bytes
+--tracer|a b|available_tracers
+--ftrace-filter|a;b|globs
+--flush-interval|4000|0 \(off\) or 0\.05\.\.3600
+EOF2
 finish
