@@ -248,6 +248,13 @@ uint64_t agentctl_last_rx(const struct agentctl *a)
 	return a->last_rx_ns;
 }
 
+static void printable_inplace(char *s)
+{
+	for (; *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			*s = '?';
+}
+
 static void copy_str(const struct vt_msg *m, uint16_t tag, char *buf, size_t size)
 {
 	_cleanup_free_ char *s = NULL;
@@ -273,12 +280,31 @@ int agentctl_parse_hello(const struct vt_msg *m, struct agent_hello *ret)
 	copy_str(m, VT_A_ARCH, h.arch, sizeof(h.arch));
 	copy_str(m, VT_A_CLOCKS, h.clocks, sizeof(h.clocks));
 	copy_str(m, VT_A_AGENT_VERSION, h.agent_version, sizeof(h.agent_version));
-	/* These strings land in session.ini: keep them on one printable line. */
-	for (char *s = h.release; *s; s++)
-		if (*s < 0x20 || *s > 0x7e) *s = '?';
-	for (char *s = h.arch; *s; s++)
-		if (*s < 0x20 || *s > 0x7e) *s = '?';
+	/* These strings land in session.ini and the log: keep them on one printable line. */
+	printable_inplace(h.release);
+	printable_inplace(h.arch);
+	printable_inplace(h.clocks);
+	printable_inplace(h.agent_version);
 	*ret = h;
+	return 0;
+}
+
+void agentctl_error_text(const struct vt_msg *m, char *buf, size_t size)
+{
+	_cleanup_free_ char *msg = NULL;
+	uint32_t e = 0;
+
+	vt_msg_u32(m, VT_A_ERRNO, &e);
+	vt_msg_str(m, VT_A_MESSAGE, VT_PROTO_MAX_STR, &msg);
+	snprintf(buf, size, "%s (errno %u)", msg ? msg : "no message", e);
+	printable_inplace(buf);
+}
+
+int agentctl_parse_probe_reply(const struct vt_msg *m, uint64_t *ret_id, uint64_t *ret_host, uint64_t *ret_guest)
+{
+	if (vt_msg_u64(m, VT_A_PROBE_ID, ret_id) < 0 || vt_msg_u64(m, VT_A_HOST_TIME, ret_host) < 0 ||
+	    vt_msg_u64(m, VT_A_GUEST_TIME, ret_guest) < 0)
+		return -EBADMSG;
 	return 0;
 }
 

@@ -193,7 +193,9 @@ int session_ini_set(const char *dir, const char *key, const char *value)
 
 		fprintf(f, "%.*s%s=%s%s", (int)(line - text), text, key, value, *end ? end : "\n");
 	} else {
-		fprintf(f, "%s%s=%s\n", text, key, value);
+		size_t tl = strlen(text); /* a NUL ends the text for readers too */
+
+		fprintf(f, "%s%s%s=%s\n", text, tl && text[tl - 1] != '\n' ? "\n" : "", key, value);
 	}
 	if (fclose(f) != 0)
 		return -ENOMEM;

@@ -1,42 +1,127 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Fuzz target: what the collector does with the agent's frames (hello, stopped, metadata
- * names) after the stream reader. */
+/* Fuzz target: the agent's bytes on agent-ctl-path as the daemon takes them. The input goes
+ * through a socketpair into the real agentctl (its libevent read loop, the frame reader,
+ * validation, its error replies), and every well-formed frame is handled the way
+ * daemon.c's phases handle it: hello, ERROR text, probe replies, START's OK / STOPPED
+ * CPU stats, and META_FILE storage under a scratch session's guest/ directory (name
+ * checks, directory creation, size caps). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "collector.h"
-
-void daemon_agent_msg(struct daemon *d, const struct vt_msg *m) {}
-void daemon_agent_gone(struct daemon *d, int err) {}
+#include "log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static struct agentctl *agent;
+static int guest_dirfd = -1;
+
+/* What daemon_agent_msg_phase does with a frame's guest bytes, whatever the phase. */
+void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
 {
 	struct vt_cpu_stats stats[COLLECTOR_MAX_CPUS];
+	uint64_t id, host, guest;
 	struct agent_hello h;
-	struct vt_reader r;
-	struct vt_msg m;
-	char legacy;
+	char text[512], name[80];
 	unsigned n;
 
-	if (vt_reader_init(&r) < 0)
-		return 0;
-	if (vt_reader_feed(&r, data, size) == 0) {
-		enum vt_read_result res;
-
-		while ((res = vt_reader_next(&r, &m, &legacy)) != VT_READ_NEED_MORE) {
-			char *name = NULL;
-
-			if (res != VT_READ_MSG || vt_msg_validate(&m) < 0)
-				continue;
-			(void)agentctl_parse_hello(&m, &h);
-			(void)agentctl_parse_stopped(&m, 1, stats, (unsigned)(m.hdr.seq % COLLECTOR_MAX_CPUS) + 1, &n);
-			if (vt_msg_str(&m, VT_A_FILE_NAME, 4096, &name) == 0)
-				(void)agentctl_meta_name_ok(name);
-			free(name);
-		}
+	(void)d;
+	switch (m->hdr.type) {
+	case VT_MSG_HELLO:
+		if (agentctl_parse_hello(m, &h) == 0 && (!h.ncpus || h.ncpus > COLLECTOR_MAX_CPUS))
+			abort();
+		break;
+	case VT_MSG_ERROR:
+		agentctl_error_text(m, text, sizeof(text));
+		for (const char *p = text; *p; p++)
+			if (*p < 0x20 || *p > 0x7e)
+				abort(); /* error text reaches the terminal: printable only */
+		break;
+	case VT_MSG_PROBE_REPLY:
+		(void)agentctl_parse_probe_reply(m, &id, &host, &guest);
+		break;
+	case VT_MSG_OK:
+	case VT_MSG_STOPPED:
+		n = (unsigned)(m->hdr.seq % COLLECTOR_MAX_CPUS) + 1;
+		if (agentctl_parse_stopped(m, 1, stats, n, &n) == 0 && n > COLLECTOR_MAX_CPUS)
+			abort();
+		break;
+	case VT_MSG_META_FILE:
+		(void)agentctl_store_meta(agent, m, guest_dirfd, name, sizeof(name));
+		break;
+	default:
+		break;
 	}
-	vt_reader_free(&r);
+}
+
+void daemon_agent_gone(struct daemon *d, int err) {}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	remove(path);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char dir[] = "/tmp/vt-fuzz-agentctl.XXXXXX", path[64];
+	struct port port = { .rfd = -1, .wfd = -1 };
+	struct event_base *base = NULL;
+	char sink[65536];
+	size_t off = 0;
+	int sp[2], rounds = 0;
+
+	log_level = -1; /* the daemon's warnings about bad frames are expected */
+	if (!mkdtemp(dir))
+		return 0;
+	snprintf(path, sizeof(path), "%s/guest", dir);
+	if (mkdir(path, 0700) < 0 || (guest_dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		goto out;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp) < 0)
+		goto out;
+	port.rfd = port.wfd = sp[0];
+	base = event_base_new();
+	if (base && agentctl_new(NULL, &port, base, &agent) == 0) {
+		/* Pieces of varying size, so frames split across reads occur. */
+		while (off < size && rounds++ < 100000) {
+			size_t want = size - off;
+			ssize_t w;
+
+			if (want > 3000 + off % 5000)
+				want = 3000 + off % 5000;
+			w = write(sp[1], data + off, want);
+			if (w > 0)
+				off += (size_t)w;
+			event_base_loop(base, EVLOOP_NONBLOCK);
+			while (read(sp[1], sink, sizeof(sink)) > 0)
+				; /* the agentctl's error replies */
+			if (w <= 0 && errno != EAGAIN)
+				break;
+		}
+		shutdown(sp[1], SHUT_WR);
+		event_base_loop(base, EVLOOP_NONBLOCK); /* EOF: daemon_agent_gone */
+		agentctl_free(agent);
+		agent = NULL;
+	}
+	if (base)
+		event_base_free(base);
+	close(sp[0]);
+	close(sp[1]);
+out:
+	if (guest_dirfd >= 0)
+		close(guest_dirfd);
+	guest_dirfd = -1;
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return 0;
 }
