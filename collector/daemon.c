@@ -3,6 +3,7 @@
  * through hello -> config -> metadata -> probes -> host perf -> start, keeps every port
  * read, and on stop (request, signal, limit, disk full, QEMU gone, agent silent) finalizes
  * the session dir. See collector/README.md. */
+#include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
@@ -108,8 +109,7 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 {
 	uint64_t id, host, guest, now = util_now_ns(CLOCK_MONOTONIC);
 
-	if (vt_msg_u64(m, VT_A_PROBE_ID, &id) < 0 || vt_msg_u64(m, VT_A_HOST_TIME, &host) < 0 ||
-	    vt_msg_u64(m, VT_A_GUEST_TIME, &guest) < 0 || id != d->probe_id || host > now) {
+	if (agentctl_parse_probe_reply(m, &id, &host, &guest) < 0 || id != d->probe_id || host > now) {
 		d->unexpected++;
 		return;
 	}
@@ -305,19 +305,6 @@ static void daemon_start_perf(struct daemon *d)
 	daemon_set_phase(d, PH_PERF, 30 * SEC);
 }
 
-static void daemon_error_text(const struct vt_msg *m, char *buf, size_t size)
-{
-	_cleanup_free_ char *msg = NULL;
-	uint32_t e = 0;
-
-	vt_msg_u32(m, VT_A_ERRNO, &e);
-	vt_msg_str(m, VT_A_MESSAGE, VT_PROTO_MAX_STR, &msg);
-	snprintf(buf, size, "%s (errno %u)", msg ? msg : "no message", e);
-	for (char *p = buf; *p; p++)
-		if (*p < 0x20 || *p > 0x7e)
-			*p = '?';
-}
-
 /* Names the CPUs that cannot stream (no host port, or START's OK says so) into
  * d->s.missing_cpus; how many. */
 static unsigned daemon_missing_cpus(struct daemon *d, const struct vt_msg *m, char *why, size_t size)
@@ -386,7 +373,7 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 	char err[512];
 
 	if (t == VT_MSG_ERROR)
-		daemon_error_text(m, err, sizeof(err));
+		agentctl_error_text(m, err, sizeof(err));
 	if (t == VT_MSG_HELLO && d->ph != PH_HELLO)
 		return; /* answers to repeated hellos */
 	switch (d->ph) {
@@ -659,6 +646,42 @@ void daemon_stop_replied(struct daemon *d)
 
 /* ---- periodic work: deadlines, perf readiness, heartbeat, rates ---- */
 
+/* QEMU 7.2's multi-threaded TCG can run stale code after the guest kernel patches itself
+ * (text_poke_bp, when events are enabled or disabled): a vCPU loops on an int3 that is
+ * gone while the others wait for it. Fixed upstream in QEMU 8.1 (deba78709a). */
+#define TCG_PATCH_HANG                                                                             \
+	". This VM runs under TCG: QEMU before 8.1 (Debian 12 has 7.2) can hang a multi-vCPU TCG guest "  \
+	"while its kernel patches its own code to enable or disable events (fixed in QEMU 8.1 by "         \
+	"'accel/tcg: Always lock pages before translation'). Use KVM, QEMU 8.1 or later, or "              \
+	"'-accel tcg,thread=single'; the guest may have to be restarted"
+
+/* Whether QEMU's vCPU threads are named "CPU n/TCG" (-name debug-threads=on, libvirt's default). */
+static bool qemu_runs_tcg(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	bool tcg = false;
+	DIR *dir;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return false;
+	while (!tcg && (e = readdir(dir))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/comm", (int)pid, e->d_name);
+		_cleanup_free_ char *comm = NULL;
+
+		if (util_read_file(path, 64, &comm, NULL) == 0 && !strncmp(comm, "CPU ", 4) && strstr(comm, "/TCG"))
+			tcg = true;
+	}
+	closedir(dir);
+	return tcg;
+}
+
 static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 {
 	if (!d->deadline_ns || now < d->deadline_ns)
@@ -672,9 +695,10 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 	case PH_RESET: case PH_CONFIG: case PH_META: case PH_START:
 		/* It answered HELLO (and more): it runs, but this step hangs in the guest. */
 		daemon_fail(d, "the agent (%s, guest %s) answered HELLO but not within %u s while %s: that step is stuck "
-			    "in the guest (its log says where; 'trace-collector stop' is not needed, nothing was traced%s)",
+			    "in the guest (its log says where; 'trace-collector stop' is not needed, nothing was traced%s)%s",
 			    d->hello.agent_version, d->hello.release, d->o->timeout_s, daemon_phase_names[d->ph],
-			    d->ph == PH_START ? "; the agent aborts a start it cannot finish in 10 s" : "");
+			    d->ph == PH_START ? "; the agent aborts a start it cannot finish in 10 s" : "",
+			    d->ph != PH_META && qemu_runs_tcg(d->s.qemu_pid) ? TCG_PATCH_HANG : "");
 		break;
 	case PH_PROBES0:
 		log_warn("clock probes unanswered; the clock stays unaligned");
@@ -689,8 +713,9 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 		daemon_set_phase(d, PH_STOP, STOP_WAIT_NS);
 		break;
 	case PH_STOP:
-		log_warn("the agent did not finish within %llu s (stopped frame %s); finalizing with what arrived",
-			 (unsigned long long)(STOP_WAIT_NS / SEC), d->stopped_msg ? "received" : "missing");
+		log_warn("the agent did not finish within %llu s (stopped frame %s); finalizing with what arrived%s",
+			 (unsigned long long)(STOP_WAIT_NS / SEC), d->stopped_msg ? "received" : "missing",
+			 !d->stopped_msg && qemu_runs_tcg(d->s.qemu_pid) ? TCG_PATCH_HANG : "");
 		daemon_perf_stop(d);
 		break;
 	case PH_PERF_STOP:

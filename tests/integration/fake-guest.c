@@ -5,7 +5,7 @@
  * and synthetic ftrace-like pages with common/marker, and can misbehave on purpose.
  *   fake-guest --dir D --cpus N [--socket] [--pages N] [--mode MODE] [--stale]
  * MODE: normal | hostile (garbage frames, bad metadata names, random data bytes)
- *       | mute-stop (never answers STOP) | silent (stops answering after START)
+ *       | mute-stop (never answers STOP) | mute-start (never answers START) | silent (stops answering after START)
  *       | lossy (claims 3 more pages per CPU than it wrote) | no-probe (ERROR to probes) */
 #include <errno.h>
 #include <fcntl.h>
@@ -328,6 +328,8 @@ static void handle(struct fg *g, const struct vt_msg *m)
 	}
 	case VT_MSG_META_REQ: reply_meta(g, m->hdr.seq); break;
 	case VT_MSG_START:
+		if (mode(g, "mute-start"))
+			break;
 		do_start(g, m);
 		if (mode(g, "hostile"))
 			hostile_ctl(g);

@@ -3,7 +3,7 @@
  * (as QEMU -name debug-threads=on does; "worker n" with --no-names) that hop between host CPUs,
  * spin briefly and sleep, so host sched_switch shows them switching in and out on several CPUs.
  * Prints "ready <pid>" once all threads are named; exits on SIGTERM/SIGINT.
- *   fake-qemu N [--no-names] */
+ *   fake-qemu N [--no-names | --tcg]   (--tcg: "CPU n/TCG", as under TCG) */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -20,6 +20,7 @@ struct vcpu {
 	pthread_t th;
 	int n;
 	bool names;
+	const char *accel;
 	atomic_bool *stop;
 	atomic_int *named;
 };
@@ -41,7 +42,7 @@ static void *vcpu_run(void *arg)
 	char name[16];
 	struct timespec nap = { 0, 4000000 }; /* few events: other tests trace this host too */
 
-	snprintf(name, sizeof(name), v->names ? "CPU %d/KVM" : "worker %d", v->n);
+	snprintf(name, sizeof(name), v->names ? "CPU %d/%s" : "worker %d", v->n, v->accel);
 	prctl(PR_SET_NAME, name);
 	atomic_fetch_add(v->named, 1);
 	for (long i = v->n; !atomic_load(v->stop); i++) {
@@ -60,13 +61,14 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 0, sig;
 	bool names = !(argc > 2 && !strcmp(argv[2], "--no-names"));
+	const char *accel = argc > 2 && !strcmp(argv[2], "--tcg") ? "TCG" : "KVM";
 	atomic_bool stop = false;
 	atomic_int named = 0;
 	struct vcpu *v;
 	sigset_t set;
 
 	if (n < 1 || n > 64) {
-		fprintf(stderr, "usage: fake-qemu N [--no-names]   (1 <= N <= 64)\n");
+		fprintf(stderr, "usage: fake-qemu N [--no-names | --tcg]   (1 <= N <= 64)\n");
 		return 2;
 	}
 	sigemptyset(&set);
@@ -77,7 +79,7 @@ int main(int argc, char **argv)
 	if (!v)
 		return 1;
 	for (int i = 0; i < n; i++) {
-		v[i] = (struct vcpu){ .n = i, .names = names, .stop = &stop, .named = &named };
+		v[i] = (struct vcpu){ .n = i, .names = names, .accel = accel, .stop = &stop, .named = &named };
 		if (pthread_create(&v[i].th, NULL, vcpu_run, &v[i]) != 0)
 			return 1;
 	}

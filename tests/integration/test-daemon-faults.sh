@@ -52,6 +52,28 @@ check "mute guest: merged file readable by perf" bash -c "perf script -i '$T/out
 grep -q "did not finish within 2 s" "$S/collector.log" && ok "log says the agent did not finish" || fail "log: $(cat "$S/collector.log")"
 kill -9 "$FG_PID"; FG_PID=
 
+# A guest whose START never comes back (QEMU 7.2's TCG can hang a guest that patches its code
+# as events are enabled): start fails naming the step; beside a QEMU whose vCPU threads say
+# TCG it names that bug and what to do, beside a KVM one it does not.
+fake_guest --dir "$VMDIR" --cpus 2 --pages 5 --mode mute-start
+for accel in tcg kvm; do
+	"$FAKE_QEMU" 2 $([ $accel = tcg ] && echo --tcg) >"$T/fq.out" &
+	fq=$!
+	wait_for 5 grep -q ready "$T/fq.out"
+	out=$(start --no-host --timeout 2 --qemu-pid $fq 2>&1); rc=$?
+	kill $fq; wait $fq 2>/dev/null
+	check "mute START ($accel): start fails" test $rc -ne 0
+	grep -q "answered HELLO but not within 2 s while starting the agent" <<<"$out" &&
+		ok "mute START ($accel): the stuck step is named" || fail "mute START ($accel): $out"
+	if [ $accel = tcg ]; then
+		grep -q "This VM runs under TCG: QEMU before 8.1 .*Use KVM, QEMU 8.1 or later, or '-accel tcg,thread=single'" <<<"$out" &&
+			ok "mute START (tcg): names QEMU's TCG code-patching bug and what to do" || fail "mute START (tcg): $out"
+	else
+		! grep -q "runs under TCG" <<<"$out" && ok "mute START (kvm): no TCG hint" || fail "mute START (kvm): $out"
+	fi
+done
+kill -9 "$FG_PID"; FG_PID=
+
 # A guest that goes silent while tracing: heartbeat probes notice.
 fake_guest --dir "$VMDIR" --cpus 2 --pages 5 --mode silent
 out=$(start --no-host --timeout 1 --heartbeat 1 2>&1); S=$(tail -n 1 <<<"$out")
