@@ -5,7 +5,6 @@
  * daemon.c's phases handle it: hello, ERROR text, probe replies, START's OK / STOPPED
  * CPU stats, and META_FILE storage under a scratch session's guest/ directory (name
  * checks, directory creation, size caps). */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
