@@ -43,7 +43,7 @@ static void stop_output(const char *dir, const char *opt, char *buf, size_t size
 /* No daemon to ask (never started, or killed): point at the last session, still mergeable. */
 static void stop_last_session(const char *run_dir, const char *name)
 {
-	char path[PATH_MAX + 16], text[PATH_MAX + 32] = "", *dir;
+	char path[PATH_MAX + 16], text[PATH_MAX + 32] = "", *dir, state[16], why[1024];
 	_cleanup_close_ int fd = -1;
 	ssize_t n;
 
@@ -58,6 +58,14 @@ static void stop_last_session(const char *run_dir, const char *name)
 	if (!dir || !dir[1])
 		return;
 	dir[1 + strcspn(dir + 1, "\n")] = '\0';
+	if (session_ini_get(dir + 1, "state", state, sizeof(state)) == 0 && !strcmp(state, "failed")) {
+		if (session_ini_get(dir + 1, "start_error", why, sizeof(why)) < 0 || !why[0])
+			snprintf(why, sizeof(why), "see %s/collector.log", dir + 1);
+		log_error("no session of %s is running: its last start failed: %s (session %s; nothing was traced, "
+			  "so there is nothing to stop or merge: fix that, then run 'trace-collector start' again)",
+			  name, why, dir + 1);
+		return;
+	}
 	log_error("the last session of %s is %s; merge it with 'trace-collector merge %s -o %s.data'",
 		  name, dir + 1, dir + 1, name);
 }

@@ -97,6 +97,7 @@ struct session_info {
 	char stop_reason[128];
 	char output[PATH_MAX];
 	char missing_cpus[1280]; /* CPUs that cannot stream (--allow-partial), e.g. "13,14,15" */
+	char start_error[1024];  /* why start failed, one line ('stop' says it) */
 };
 int session_create(const char *vm_dir, struct session_info *s);
 int session_write(const struct session_info *s);

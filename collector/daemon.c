@@ -70,6 +70,12 @@ static void daemon_fail(struct daemon *d, const char *fmt, ...)
 	va_start(ap, fmt);
 	log_vmsg(LOG_ERR, fmt, ap);
 	va_end(ap);
+	va_start(ap, fmt);
+	vsnprintf(d->s.start_error, sizeof(d->s.start_error), fmt, ap);
+	va_end(ap);
+	for (char *p = d->s.start_error; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
 	if (d->agent && !d->agent_gone && d->agent_started)
 		agentctl_send_stop(d->agent);
 	if (d->perf) {

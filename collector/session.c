@@ -120,6 +120,8 @@ int session_write(const struct session_info *s)
 	ini_str(f, "stop_reason", s->stop_reason);
 	ini_str(f, "output", s->output);
 	ini_str(f, "missing_cpus", s->missing_cpus);
+	if (s->start_error[0])
+		ini_str(f, "start_error", s->start_error);
 	if (fclose(f) != 0)
 		return -ENOMEM;
 	r = ini_replace(s->dir, text, len);

@@ -12,6 +12,11 @@ grep -q "no answer from the agent on agent-ctl-path within 1 s .*is trace-agent 
 	ok "start names the missing agent" || fail "no-agent message: $out"
 S=$(ls -d "$VMDIR"/sessions/* | tail -n 1)
 check "failed session marked state=failed" test "$(ini "$S" state)" = failed
+check "session.ini says why start failed" grep -q "^start_error=no answer from the agent on agent-ctl-path" "$S/session.ini"
+out=$(stop 2>&1); rc=$?
+check "stop after a failed start fails" test $rc -eq 1
+grep -q "no session of $VM is running: its last start failed: no answer from the agent on agent-ctl-path within 1 s .*(session $S; nothing was traced" <<<"$out" &&
+	ok "stop after a failed start says no session runs and why the start failed" || fail "stop after failed start: $out"
 check "no daemon left behind" test ! -e "$RUN/$VM.sock"
 
 fake_guest --dir "$VMDIR" --cpus 2 --pages 20
