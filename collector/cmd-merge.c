@@ -14,6 +14,7 @@ static int merge_cmd_run(int argc, char **argv)
 		{ "host-data", required_argument, NULL, 'H' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "zstd", no_argument, NULL, 'z' },
+		{ "compress", no_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};

@@ -41,7 +41,7 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 {
 	static const struct option lopts[] = {
 		{ "name", 1, 0, 'n' }, { "run-dir", 1, 0, 'R' }, { "output", 1, 0, 'o' },
-		{ "compress", 0, 0, 'z' }, { "help", 0, 0, 'h' }, {},
+		{ "compress", 0, 0, 'z' }, { "zstd", 0, 0, 'z' }, { "help", 0, 0, 'h' }, {},
 	};
 	int c;
 
