@@ -18,10 +18,10 @@
 #define START_USAGE                                                                                   \
 	"--name VM [--dir D] [--run-dir R] [-e EVENTS] [--buffer-kb N] [--clock auto|kvm|ptp]\n"      \
 	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
-	"       [--host-events LIST | --host-perf-args ARGS | --no-host | --host-data FILE]\n"        \
+	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
 	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
-	"       [--flush-interval SEC]\n"                                                           \
+	"       [--flush-interval SEC] [-- PERF_RECORD_ARGS...]\n"                                  \
 	"Starts a daemon that drives trace-agent in the guest over the ports in D (default\n"          \
 	COLLECTOR_VM_ROOT "/VM, made by 'trace-collector setup'), spools every CPU's pages into\n"    \
 	"D/sessions/<UTC time>/, records the host with perf record, and prints the session dir once\n" \
@@ -41,7 +41,9 @@
 	"  --flush-interval SEC  a quiet guest ring's events reach the host within SEC (default 1,\n" \
 	"                   0..3600, decimals allowed; 0: only when a ring is half full)\n"          \
 	"  --allow-partial  go on when some guest CPUs cannot stream (named in status, the stop\n"   \
-	"                   summary and session.ini); by default start fails naming them\n"
+	"                   summary and session.ini); by default start fails naming them\n"              \
+	"  -- ARGS          host perf record's own arguments instead of '-a -e LIST', passed as they\n" \
+	"                   are (keep sched:sched_switch: the merge maps vCPUs with it)\n"
 
 static int start_run(int argc, char **argv);
 const struct cmd_entry cmd_start = {
@@ -120,7 +122,6 @@ static const char *start_accepted(int c)
 		{ 'T', "a tracer name of the guest's available_tracers ([A-Za-z0-9_], 1..63 chars)" },
 		{ 'F', "function names or globs ([A-Za-z0-9_.*?], separated by spaces or commas, at most 1000 chars)" },
 		{ 'c', "auto, kvm or ptp" },
-		{ 'P', "perf record arguments, under 2048 bytes" },
 		{ 'D', "an existing perf.data file" },
 		{ 'o', "a file path (its directory must exist at stop)" },
 		{ 'm', "a size: a number with an optional K, M, G or T suffix, e.g. 2G" },
@@ -152,7 +153,6 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'c': o->clock = optarg;
 		return !strcmp(optarg, "auto") || !strcmp(optarg, "kvm") || !strcmp(optarg, "ptp") ? 0 : -EINVAL;
 	case 'H': o->host_events = optarg; return start_events_ok(optarg) ? 0 : -EINVAL;
-	case 'P': o->host_perf_args = optarg; return strlen(optarg) < 2048 ? 0 : -EINVAL;
 	case 'N': o->no_host = true; return 0;
 	case 'D': return start_abs(optarg, o->host_data, true);
 	case 'o': return start_abs(optarg, o->out, false);
@@ -196,6 +196,11 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 			cmd_usage(&cmd_start, 0);
 			return 1;
 		}
+		if (c == 'P') {
+			log_error("--host-perf-args was replaced by perf record's own arguments after '--', passed as "
+				  "they are (e.g. trace-collector start --name vm1 -- -a -e cycles -c 10000)");
+			return -EINVAL;
+		}
 		if (c == '?' || (r = start_parse_one(o, c, &dir, &run)) < 0) {
 			if (c != '?')
 				log_error("invalid value '%.64s%s' for option %s%s: it takes %s",
@@ -204,13 +209,33 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 			return -EINVAL;
 		}
 	}
-	if (optind < argc || !o->name || !start_vm_name_ok(o->name)) {
+	/* perf record's own arguments after '--', passed as they are (never split). */
+	if (optind < argc && optind > 0 && !strcmp(argv[optind - 1], "--")) {
+		size_t total = 0;
+
+		o->host_perf_argv = argv + optind;
+		o->host_perf_argc = (unsigned)(argc - optind);
+		for (unsigned i = 0; i < o->host_perf_argc; i++)
+			total += strlen(o->host_perf_argv[i]) + 1;
+		if (o->host_perf_argc > 48 || total > 4096) {
+			log_error("too many perf record arguments after '--' (%u, %zu bytes): at most 48 and 4096 bytes",
+				  o->host_perf_argc, total);
+			return -EINVAL;
+		}
+		optind = argc;
+	}
+	if (optind < argc) {
+		log_error("unexpected argument '%.64s': perf record's own arguments go after '--' "
+			  "(e.g. trace-collector start --name vm1 -- -a -e cycles)", argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->name || !start_vm_name_ok(o->name)) {
 		log_error(o->name ? "invalid VM name '%s' (letters, digits, '_', '-', '.')" :
 				    "missing --name VM (see trace-collector start --help)", o->name);
 		return -EINVAL;
 	}
-	if ((o->no_host + !!o->host_events + !!o->host_perf_args + !!o->host_data[0]) > 1) {
-		log_error("--host-events, --host-perf-args, --no-host and --host-data exclude each other");
+	if ((o->no_host + !!o->host_events + !!o->host_perf_argc + !!o->host_data[0]) > 1) {
+		log_error("--host-events, --no-host, --host-data and perf record arguments after '--' exclude each other");
 		return -EINVAL;
 	}
 	if (!dir) {

@@ -44,7 +44,8 @@ struct start_opts {
 	const char *ftrace_filter;    /* guest set_ftrace_filter globs ("" = every function) */
 	const char *clock;            /* auto|kvm|ptp */
 	const char *host_events;
-	const char *host_perf_args;
+	char **host_perf_argv;        /* perf record's own arguments, after '--' */
+	unsigned host_perf_argc;
 	char host_data[PATH_MAX];     /* --host-data, absolute; "" when absent */
 	char out[PATH_MAX];           /* -o, absolute; "" when absent */
 	uint32_t buffer_kb;
@@ -98,6 +99,7 @@ struct session_info {
 	char output[PATH_MAX];
 	char missing_cpus[1280]; /* CPUs that cannot stream (--allow-partial), e.g. "13,14,15" */
 	char start_error[1024];  /* why start failed, one line ('stop' says it) */
+	const struct start_opts *opts; /* the options the session ran with, written as opt_* */
 };
 int session_create(const char *vm_dir, struct session_info *s);
 int session_write(const struct session_info *s);

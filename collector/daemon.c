@@ -886,6 +886,7 @@ static int daemon_session(struct daemon *d)
 	snprintf(d->s.clock_method, sizeof(d->s.clock_method), "none");
 	snprintf(d->s.host_data, sizeof(d->s.host_data), "%s", d->o->host_data);
 	snprintf(d->s.output, sizeof(d->s.output), "%s", d->o->out);
+	d->s.opts = d->o;
 	d->s.qemu_pid = d->o->qemu_pid;
 	if (getrandom(&d->s.session_id, sizeof(d->s.session_id), 0) != sizeof(d->s.session_id))
 		d->s.session_id = util_now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid();

@@ -48,7 +48,7 @@ static int hostperf_tracefs(void)
 
 /* argv for perf: record -a -o DATA [-k CLOCK_MONOTONIC] (-e EVENTS | user args). */
 static int hostperf_argv(const struct start_opts *o, bool monotonic, char *data,
-			 char *events, char *userargs, char **argv)
+			 char *events, char **argv)
 {
 	int n = 0;
 
@@ -61,11 +61,11 @@ static int hostperf_argv(const struct start_opts *o, bool monotonic, char *data,
 		argv[n++] = (char *)"-k";
 		argv[n++] = (char *)"CLOCK_MONOTONIC";
 	}
-	if (o->host_perf_args) {
-		for (char *save = NULL, *t = strtok_r(userargs, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+	if (o->host_perf_argc) {
+		for (unsigned i = 0; i < o->host_perf_argc; i++) {
 			if (n >= PERF_MAX_ARGS - 1)
 				return -E2BIG;
-			argv[n++] = t;
+			argv[n++] = o->host_perf_argv[i];
 		}
 	} else {
 		argv[n++] = (char *)"-a";
@@ -101,13 +101,10 @@ static void hostperf_child(const char *session_dir, char **argv)
 int hostperf_start(const struct start_opts *o, const char *session_dir, bool monotonic,
 		   struct hostperf **ret)
 {
-	_cleanup_free_ char *userargs = o->host_perf_args ? strdup(o->host_perf_args) : NULL;
 	char events[512], *argv[PERF_MAX_ARGS];
 	struct hostperf *h;
 	int r;
 
-	if (o->host_perf_args && !userargs)
-		return -ENOMEM;
 	r = hostperf_tracefs();
 	if (r < 0)
 		return r;
@@ -119,7 +116,7 @@ int hostperf_start(const struct start_opts *o, const char *session_dir, bool mon
 		snprintf(events, sizeof(events), "%s", o->host_events);
 	else
 		hostperf_default_events(events, sizeof(events));
-	r = hostperf_argv(o, monotonic, h->data, events, userargs, argv);
+	r = hostperf_argv(o, monotonic, h->data, events, argv);
 	if (r == 0 && (h->pid = fork()) < 0)
 		r = -errno;
 	if (r < 0) {

@@ -249,7 +249,7 @@ static void summary(const struct merge_ctx *m, const char *out)
 		{ "vCPU spools without this session's begin marker", l->dropped_cpus },
 		{ "stale bytes skipped before begin markers", l->stale_bytes },
 		{ "host records out of order", m->host.out_of_order },
-		{ "host events lost by perf record (buffer overflow; try --host-perf-args with a bigger -m)", m->host.lost },
+		{ "host events lost by perf record (buffer overflow; give perf a bigger -m after '--' on start)", m->host.lost },
 		{ "guest times outside the session window, clamped", l->outside_window },
 		{ "vCPU spools without an end marker (what the guest had not sent is missing, amount unknown)", l->no_end_cpus },
 	};

@@ -91,6 +91,45 @@ static int ini_replace(const char *dir, const char *text, size_t len)
 	return 0;
 }
 
+/* ARGS as one line a shell takes back: each one in single quotes. */
+static void ini_argv(FILE *f, const char *k, char **argv, unsigned argc)
+{
+	fprintf(f, "%s=", k);
+	for (unsigned i = 0; i < argc; i++) {
+		fputs(i ? " '" : "'", f);
+		for (const char *p = argv[i]; *p; p++) {
+			if (*p == '\'')
+				fputs("'\\''", f);
+			else
+				fputc(*p == '\n' ? ' ' : *p, f);
+		}
+		fputc('\'', f);
+	}
+	fputc('\n', f);
+}
+
+/* The whole configuration the session ran with (trace-collector start's options). */
+static void session_write_opts(FILE *f, const struct start_opts *o)
+{
+	ini_str(f, "opt_events", o->events);
+	ini_str(f, "opt_tracer", o->tracer);
+	ini_str(f, "opt_ftrace_filter", o->ftrace_filter);
+	ini_str(f, "opt_clock", o->clock);
+	ini_u64(f, "opt_buffer_kb", o->buffer_kb);
+	ini_u64(f, "opt_flush_interval_ms", o->flush_ms);
+	ini_u64(f, "opt_probe_interval_ms", o->probe_interval_ms);
+	ini_u64(f, "opt_holdout_probes", o->holdout);
+	ini_u64(f, "opt_allow_partial", o->allow_partial);
+	ini_u64(f, "opt_max_size", o->max_size);
+	ini_u64(f, "opt_timeout_s", o->timeout_s);
+	ini_u64(f, "opt_qemu_pid", (uint64_t)o->qemu_pid);
+	ini_str(f, "opt_host", o->no_host ? "none" : o->host_data[0] ? "file" : o->host_perf_argc ? "perf-args" : "events");
+	ini_str(f, "opt_host_events", o->host_events ? o->host_events : "");
+	ini_str(f, "opt_host_data", o->host_data);
+	ini_argv(f, "opt_host_perf_args", o->host_perf_argv, o->host_perf_argc);
+	ini_str(f, "opt_kvm_debugfs", o->kvm_debugfs);
+}
+
 int session_write(const struct session_info *s)
 {
 	_cleanup_free_ char *text = NULL;
@@ -122,6 +161,8 @@ int session_write(const struct session_info *s)
 	ini_str(f, "missing_cpus", s->missing_cpus);
 	if (s->start_error[0])
 		ini_str(f, "start_error", s->start_error);
+	if (s->opts)
+		session_write_opts(f, s->opts);
 	if (fclose(f) != 0)
 		return -ENOMEM;
 	r = ini_replace(s->dir, text, len);

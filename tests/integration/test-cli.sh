@@ -32,7 +32,6 @@ done <<EOF2
 --buffer-kb|4194305|1\.\.4194304
 --clock|sundial|auto, kvm or ptp
 --host-events|x y|sys:event
---host-perf-args|$long|2048 bytes
 --host-data|/nonexistent/perf.data|existing perf.data
 --max-size|2Q|K, M, G or T
 --qemu-pid|0|1\.\.4194304

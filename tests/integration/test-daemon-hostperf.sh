@@ -31,6 +31,29 @@ check "--host-data recorded in session.ini" test "$(ini "$S" host_data)" = "$T/e
 check "--host-data runs no perf" test ! -e "$S/host.data"
 stop >/dev/null 2>&1
 
+# perf record's own arguments after '--', passed as they are: a filter with spaces stays one
+# argument; session.ini records them (and the rest of the configuration) quoted.
+out=$(start --clock ptp -- -a -e sched:sched_switch --filter 'prev_pid != 0' 2>&1); rc=$?
+check "start -- PERF ARGS succeeds ($out)" test $rc -eq 0
+S=$(tail -n 1 <<<"$out")
+perf_pid=$(status | sed -n 's/^host perf: running (pid \([0-9]*\)).*/\1/p')
+args=$(tr '\0' '|' <"/proc/$perf_pid/cmdline")
+grep -qF -- "|-a|-e|sched:sched_switch|--filter|prev_pid != 0|" <<<"$args" &&
+	ok "perf got the arguments after '--' unsplit" || fail "perf cmdline: $args"
+check "session.ini opt_host_perf_args quoted ($(ini "$S" opt_host_perf_args))" \
+	test "$(ini "$S" opt_host_perf_args)" = "'-a' '-e' 'sched:sched_switch' '--filter' 'prev_pid != 0'"
+check "session.ini opt_host=perf-args" test "$(ini "$S" opt_host)" = perf-args
+check "session.ini records the flush interval" test "$(ini "$S" opt_flush_interval_ms)" = 1000
+check "session.ini records the clock option" test "$(ini "$S" opt_clock)" = ptp
+out=$(stop 2>&1)
+check_out "host.data holds the filtered sched_switch" 'sched:sched_switch' perf evlist -i "$S/host.data"
+out=$(start --host-perf-args '-e cycles' 2>&1); rc=$?
+check "--host-perf-args fails" test $rc -eq 2
+grep -q "replaced by perf record's own arguments after '--'" <<<"$out" && ok "--host-perf-args names its replacement" ||
+	fail "--host-perf-args: $out"
+out=$(start --no-host -- -e cycles 2>&1); rc=$?
+check "--no-host with perf arguments fails ($out)" test $rc -eq 2
+
 # A perf that cannot record: start fails and says where to look.
 out=$(start --host-events 'nosuch:event' 2>&1); rc=$?
 check "start fails when host perf cannot record" test $rc -eq 1
