@@ -3,18 +3,54 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "collector.h"
 #include "log.h"
 #include "util.h"
 
+static double status_watch_s; /* status --watch */
+
+/* status --watch: the status again every period, on a cleared terminal (or one after
+ * another when stdout is no terminal), until the daemon is gone. */
+static int status_watch(const char *sock)
+{
+	struct timespec nap = { (time_t)status_watch_s, (long)((status_watch_s - (double)(time_t)status_watch_s) * 1e9) };
+	bool tty = isatty(STDOUT_FILENO);
+
+	for (unsigned n = 0;; n++) {
+		_cleanup_free_ char *reply = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&reply, &len);
+		int r;
+
+		if (!f)
+			return 1;
+		r = ctlsock_request(sock, "status", f, NULL, 0);
+		fclose(f);
+		if (r < 0) {
+			printf("the session ended (no daemon at %s): 'trace-collector stop' writes its perf.data\n", sock);
+			return n ? 0 : 1;
+		}
+		printf("%s(every %.1f s; Ctrl-C to quit)\n%s", tty ? "\033[H\033[2J" : n ? "\n" : "", status_watch_s,
+		       reply ? reply : "");
+		fflush(stdout);
+		nanosleep(&nap, NULL);
+	}
+}
+
 static int status_run(int argc, char **argv);
 const struct cmd_entry cmd_status = {
 	.name = "status", .summary = "show a running session's per-CPU rates and losses",
-	.usage = "[--name VM] [--run-dir R]\n"
-		 "Per-CPU pages, bytes, MB/s over the last seconds, ring losses seen so far, transport\n"
-		 "losses (known once the CPU's end marker arrived), elapsed time, spool size, host perf.\n",
+	.usage = "[--name VM] [--run-dir R] [--watch[=SEC]]\n"
+		 "Per-CPU and total pages, bytes, MB/s over the last seconds, ring losses seen so far,\n"
+		 "transport losses (known once the CPU's end marker arrived), the session's age, the\n"
+		 "clock's state and error bound, spool size, host perf.\n"
+		 "  --watch[=SEC]   refresh every SEC seconds (default 2) like top, until the session\n"
+		 "                  ends or Ctrl-C\n",
 	.run = status_run,
 };
 
@@ -41,7 +77,7 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 {
 	static const struct option lopts[] = {
 		{ "name", 1, 0, 'n' }, { "run-dir", 1, 0, 'R' }, { "output", 1, 0, 'o' },
-		{ "compress", 0, 0, 'z' }, { "zstd", 0, 0, 'z' }, { "help", 0, 0, 'h' }, {},
+		{ "compress", 0, 0, 'z' }, { "zstd", 0, 0, 'z' }, { "watch", 2, 0, 'w' }, { "help", 0, 0, 'h' }, {},
 	};
 	int c;
 
@@ -55,6 +91,15 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 			*out = optarg;
 		else if (c == 'z' && compress)
 			*compress = true;
+		else if (c == 'w' && !out) {
+			char *end = NULL;
+
+			status_watch_s = optarg ? strtod(optarg, &end) : 2.0;
+			if (optarg && (*end || !(status_watch_s >= 0.1 && status_watch_s <= 3600))) {
+				log_error("invalid value '%.32s' for option --watch: it takes seconds, 0.1..3600", optarg);
+				return -EINVAL;
+			}
+		}
 		else if (c == 'h') {
 			cmd_usage(cmd, 0);
 			return 1;
@@ -80,6 +125,8 @@ static int status_run(int argc, char **argv)
 		return r > 0 ? 0 : 2;
 	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0)
 		return 1;
+	if (status_watch_s > 0)
+		return status_watch(sock);
 	r = ctlsock_request(sock, "status", stdout, NULL, 0);
 	if (r < 0) {
 		log_error("no answer from the daemon at %s: %s (did it crash? its session dir stays mergeable with 'trace-collector merge')",

@@ -103,7 +103,8 @@ void daemon_report_summary(const struct daemon *d, FILE *f)
 
 void daemon_status(struct daemon *d, char *buf, size_t size)
 {
-	uint64_t now = util_now_ns(CLOCK_MONOTONIC), total = 0;
+	uint64_t now = util_now_ns(CLOCK_MONOTONIC), total = 0, tpages = 0, tbytes = 0, tmissed = 0, tevents = 0;
+	double trate = 0;
 	size_t len = 0;
 	struct spool_stats st;
 	char perf[256], clock[512];
@@ -138,7 +139,11 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 		fprintf(f, "cpu%-3u %10llu %12llu %8.2f %12llu %13llu %10s\n", i, (unsigned long long)st.pages,
 			(unsigned long long)st.data_bytes, spool_rate(d->spools[i]), (unsigned long long)st.missed_pages,
 			(unsigned long long)st.missed_events, lost);
+		tpages += st.pages, tbytes += st.data_bytes, trate += spool_rate(d->spools[i]);
+		tmissed += st.missed_pages, tevents += st.missed_events;
 	}
+	fprintf(f, "%-6s %10llu %12llu %8.2f %12llu %13llu\n", "total", (unsigned long long)tpages,
+		(unsigned long long)tbytes, trate, (unsigned long long)tmissed, (unsigned long long)tevents);
 	if (d->s.missing_cpus[0])
 		fprintf(f, "not traced: guest CPUs %s\n", d->s.missing_cpus);
 	fprintf(f, "spool: %.1f MB\nhost perf: %s\n", (double)total / 1e6,

@@ -22,6 +22,13 @@ wait_for 10 status_has 'cpu1 *100 '
 check_out "status shows cpu0 with 100 pages" '^cpu0 +100 ' status
 check_out "status shows the missed-events page" '^cpu0 +100 +[0-9]+ +[0-9.]+ +1 +7 ' status
 check_out "status names the session" "session: $S" status
+check_out "status: a total row (200 pages over both CPUs)" '^total +200 ' status
+check_out "status: the clock's state" '^clock: ' status
+status --watch=0.2 >"$T/watch.out" 2>&1 &
+watch_pid=$!
+wait_for 5 bash -c "test \$(grep -c '^(every 0.2 s; Ctrl-C to quit)' '$T/watch.out') -ge 3"
+check "status --watch refreshes ($(grep -c '^(every' "$T/watch.out") times)" test "$(grep -c '^(every 0.2 s' "$T/watch.out")" -ge 3
+check_out "status --watch=0 refused, naming the range" "option --watch: it takes seconds, 0.1..3600" status --watch=0
 check_out "second start refused, naming the session" "already running.*$S" start --no-host
 start --no-host >/dev/null 2>&1; rc=$?
 check "second start fails (exit $rc)" test $rc -eq 1
@@ -29,6 +36,10 @@ pid=$(daemon_pid)
 sid=$(ini "$S" session_id)
 out=$(stop 2>&1); rc=$?
 check "stop succeeds" test $rc -eq 0
+wait_for 5 bash -c "! kill -0 $watch_pid 2>/dev/null"
+check "status --watch ends with the session" bash -c "! kill -0 $watch_pid 2>/dev/null && wait $watch_pid 2>/dev/null; true"
+check_out "status --watch says the session ended" "the session ended .*'trace-collector stop' writes its perf.data" cat "$T/watch.out"
+kill "$watch_pid" 2>/dev/null
 grep -Eq '^cpu0: 100 pages .*guest sent 100, 0 lost in transport' <<<"$out" && ok "stop summary: cpu0 pages, no transport loss" || fail "stop summary: $out"
 grep -q '^losses: ring overrun 14 events' <<<"$out" && ok "stop summary: ring losses by kind" || fail "losses line: $out"
 grep -q "^output: $T/out.data" <<<"$out" && ok "stop merged into $T/out.data" || fail "merge output line: $out"
