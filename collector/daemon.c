@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -231,6 +232,25 @@ static int daemon_choose_clock(struct daemon *d)
 	return 0;
 }
 
+/* A libvirt domain named like the VM: libvirt's run state names its QEMU
+ * (/run/libvirt/qemu/NAME.pid; VT_LIBVIRT_QEMU_RUN overrides the dir, for tests). */
+static pid_t libvirt_qemu_pid(const char *name)
+{
+	const char *dir = getenv("VT_LIBVIRT_QEMU_RUN") ? getenv("VT_LIBVIRT_QEMU_RUN") : "/run/libvirt/qemu";
+	_cleanup_free_ char *text = NULL;
+	char path[PATH_MAX];
+	uint64_t pid;
+
+	snprintf(path, sizeof(path), "%s/%s.pid", dir, name);
+	if (util_read_file(path, 64, &text, NULL) < 0)
+		return 0;
+	text[strcspn(text, "\n")] = '\0';
+	if (util_parse_u64(text, 1u << 22, &pid) < 0 || !pid || kill((pid_t)pid, 0) < 0)
+		return 0;
+	log_info("QEMU pid %llu from libvirt's %s", (unsigned long long)pid, path);
+	return (pid_t)pid;
+}
+
 static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
 {
 	int r = agentctl_parse_hello(m, &d->hello);
@@ -244,6 +264,8 @@ static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
 	d->s.page_size = d->hello.page_size;
 	snprintf(d->s.guest_release, sizeof(d->s.guest_release), "%s", d->hello.release);
 	snprintf(d->s.guest_arch, sizeof(d->s.guest_arch), "%s", d->hello.arch);
+	if (!d->s.qemu_pid)
+		d->s.qemu_pid = libvirt_qemu_pid(d->o->name);
 	if (!d->s.qemu_pid)
 		d->s.qemu_pid = port_peer_pid(&d->ctl);
 	if (daemon_choose_clock(d) < 0)

@@ -79,6 +79,23 @@ for accel in tcg kvm; do
 done
 kill -9 "$FG_PID"; FG_PID=
 
+# A libvirt domain of the VM's name: its QEMU pid comes from libvirt's run state.
+fake_guest --dir "$VMDIR" --cpus 2 --pages 5
+"$FAKE_QEMU" 2 >"$T/fq.out" &
+fq=$!
+wait_for 5 grep -q ready "$T/fq.out"
+mkdir -p "$T/libvirt-run" && echo $fq >"$T/libvirt-run/$VM.pid"
+out=$(VT_LIBVIRT_QEMU_RUN=$T/libvirt-run start --no-host 2>&1); S=$(tail -n 1 <<<"$out")
+check "qemu_pid from libvirt's run state ($(ini "$S" qemu_pid) = $fq)" test "$(ini "$S" qemu_pid)" = "$fq"
+check_out "collector.log says where the pid came from" "QEMU pid $fq from libvirt's $T/libvirt-run/$VM.pid" cat "$S/collector.log"
+stop >/dev/null 2>&1
+kill $fq; wait $fq 2>/dev/null
+echo 999999999 >"$T/libvirt-run/$VM.pid"
+out=$(VT_LIBVIRT_QEMU_RUN=$T/libvirt-run start --no-host 2>&1); S=$(tail -n 1 <<<"$out")
+check "a stale libvirt pid file is ignored (qemu_pid $(ini "$S" qemu_pid), the port's holder)" test "$(ini "$S" qemu_pid)" = "$FG_PID"
+stop >/dev/null 2>&1
+kill -9 "$FG_PID"; FG_PID=
+
 # A guest that goes silent while tracing: heartbeat probes notice.
 fake_guest --dir "$VMDIR" --cpus 2 --pages 5 --mode silent
 out=$(start --no-host --timeout 1 --heartbeat 1 2>&1); S=$(tail -n 1 <<<"$out")
