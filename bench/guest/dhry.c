@@ -6,7 +6,6 @@
  *   dhry cpu0 N0 cpu1 N1 ... total T secs S
  * Usage: dhry SECONDS
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>

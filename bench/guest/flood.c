@@ -8,7 +8,6 @@
  *   flood port PATH MIB              write()s MIB MiB in 1 MiB chunks into PATH (a virtio
  *                                    port); prints "flood port bytes B secs S mbps R"
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
