@@ -26,7 +26,7 @@ for p in virtio-trace virtio-trace-agent; do
 done
 lint=$(lintian --tag-display-limit 0 "$T/virtio-trace_${v}_amd64.changes" 2>&1 | grep -v 'root privileges')
 grep -q '^E:' <<<"$lint" && fail "lintian errors: $lint" || ok "lintian: no errors ($(grep -c '^W:' <<<"$lint") warnings)"
-check_out "virtio-trace depends on linux-perf" 'Depends:.*linux-perf' dpkg-deb -f "$T/virtio-trace_${v}_amd64.deb" Depends
+check_out "virtio-trace depends on linux-perf" '(^|, )linux-perf' dpkg-deb -f "$T/virtio-trace_${v}_amd64.deb" Depends
 
 mkdir "$T/root"
 for p in virtio-trace virtio-trace-agent; do
