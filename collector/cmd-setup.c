@@ -18,13 +18,16 @@
 #include "util.h"
 
 #define SETUP_USAGE "--name VM --cpus N [--dir D] [--transport pipe|socket] [--format qemu|libvirt]\n" \
-	"       [--owner USER:GROUP] [--mode 0660]\n\n"                                                  \
+	"       [--owner USER:GROUP] [--mode 0660] [--qmp SOCKET]\n\n"                                   \
 	"Creates the per-VM dir (default " QEMU_CONFIG_DEFAULT_DIR "/VM) and, for the pipe transport,\n"  \
 	"the FIFO pairs agent-ctl-path.{in,out} and trace-path-cpuN.{in,out} (idempotent), then prints\n" \
 	"the QEMU arguments (--format qemu, default) or libvirt <channel> elements (--format libvirt).\n" \
 	"With --transport socket QEMU creates the sockets itself in the dir.\n"                         \
 	"  --owner USER:GROUP  owner of the dir and FIFOs (the user QEMU runs as, e.g. libvirt-qemu:kvm)\n" \
-	"  --mode MODE         FIFO mode, octal (default 0660)"
+	"  --mode MODE         FIFO mode, octal (default 0660)\n"                                            \
+	"  --qmp SOCKET        attach live: give the running QEMU whose QMP monitor is SOCKET the\n"       \
+	"                      controllers, chardevs and ports through device_add/chardev-add\n"          \
+	"                      (what it has already is kept) instead of printing arguments"
 
 enum setup_format { SETUP_QEMU, SETUP_LIBVIRT };
 
@@ -35,6 +38,7 @@ struct setup_opts {
 	gid_t gid;
 	bool chown;
 	mode_t mode;
+	const char *qmp;      /* --qmp SOCKET: attach to the running QEMU */
 	char dirbuf[PATH_MAX];
 };
 
@@ -142,6 +146,12 @@ struct setup_option {
 	int (*parse)(const char *arg, struct setup_opts *o);
 };
 
+static int setup_opt_qmp(const char *arg, struct setup_opts *o)
+{
+	o->qmp = arg;
+	return *arg && strlen(arg) < QEMU_CONFIG_SUN_PATH_MAX ? 0 : -EINVAL;
+}
+
 static const struct setup_option setup_options[] = {
 	{ "name", "1 to 64 characters of [A-Za-z0-9_-]", setup_opt_name },
 	{ "cpus", "a number of CPUs from 1 to 256", setup_opt_cpus },
@@ -150,6 +160,7 @@ static const struct setup_option setup_options[] = {
 	{ "format", "'qemu' or 'libvirt'", setup_opt_format },
 	{ "owner", "USER:GROUP naming an existing user and group", setup_opt_owner },
 	{ "mode", "an octal mode of at most 0777 with owner read and write (e.g. 0660)", setup_opt_mode },
+	{ "qmp", "the path of QEMU's QMP unix socket (-qmp unix:PATH,server=on,wait=off)", setup_opt_qmp },
 };
 
 static int setup_parse(int argc, char **argv, struct setup_opts *o)
@@ -307,6 +318,12 @@ static int setup_run(int argc, char **argv)
 		return 1;
 	if (o.qc.transport == QEMU_CONFIG_PIPE && setup_fifos(dirfd, &o) < 0)
 		return 1;
+	if (o.qmp && o.format != SETUP_QEMU) {
+		log_error("setup: --qmp attaches to a plain QEMU; for a libvirt domain use virsh attach-device (see the README)");
+		return 2;
+	}
+	if (o.qmp)
+		return setup_qmp_attach(&o.qc, o.qmp) < 0 ? 1 : 0;
 	return setup_print(&o) < 0 ? 1 : 0;
 }
 

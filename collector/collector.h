@@ -141,6 +141,10 @@ double spool_rate(const struct spool *s); /* MB/s over the last few seconds */
 void daemon_spool_error(struct daemon *d, unsigned cpu, int err);
 void daemon_spool_progress(struct daemon *d, unsigned cpu);
 
+/* qmp.c: setup --qmp, the ports given to a running QEMU; 0 or -errno (said). */
+struct qemu_config;
+int setup_qmp_attach(const struct qemu_config *qc, const char *qmp_path);
+
 /* agentctl.c: the agent-ctl-path client. */
 struct agent_hello {
 	uint32_t ncpus, page_size, state;
