@@ -138,7 +138,7 @@ else
 		bash -c 'timeout 60 virsh -q -c "$1" define "$2" && timeout 60 virsh -q -c "$1" start "$3"' _ "$URI" "$T/domain.xml" "$VM_NAME"
 fi
 qpid=$(cat "/run/libvirt/qemu/$VM_NAME.pid" 2>/dev/null)
-check "libvirt's QEMU runs (pid '$qpid')" kill -0 "${qpid:-0}"
+check "libvirt's QEMU runs (pid '$qpid')" test -n "$qpid" -a -d "/proc/${qpid:-none}"
 BOOT_PID=$qpid
 [ "$vt_fail" -eq 0 ] || { finish; exit 1; }
 check "guest ready" e2e_wait '^vt-e2e: ready' 60
