@@ -184,14 +184,24 @@ int setup_qmp_attach(const struct qemu_config *qc, const char *path)
 		}
 		opt_value(opts, "id", id, sizeof(id));
 		if (!strcmp(argv[i], "-device")) {
+			bool named = id[0];
+
+			if (!named) { /* a port: an id of our own, to find it next time */
+				char pname[40];
+
+				opt_value(opts, "name", pname, sizeof(pname));
+				snprintf(id, sizeof(id), "vt-port-%s", pname);
+			}
 			snprintf(have, sizeof(have), "\"name\": \"%s\"", id);
-			if (!strcmp(id, "") || (devs && strstr(devs, have))) {
+			if (devs && strstr(devs, have)) {
 				fclose(f);
 				kept++;
 				continue;
 			}
 			fprintf(f, "{\"execute\": \"device_add\", \"arguments\": {\"driver\": \"%.*s\"",
 				(int)strcspn(opts, ","), opts);
+			if (!named)
+				fprintf(f, ", \"id\": \"%s\"", id);
 			qmp_members(f, opts + strcspn(opts, ","), NULL);
 			fputs("}}", f);
 		} else { /* -chardev pipe|socket,id=...,path=... */
