@@ -18,7 +18,7 @@
 #include "util.h"
 
 #define SETUP_USAGE "--name VM --cpus N [--dir D] [--transport pipe|socket] [--format qemu|libvirt]\n" \
-	"       [--owner USER:GROUP] [--mode 0660] [--qmp SOCKET]\n\n"                                   \
+	"       [--owner USER:GROUP] [--mode 0660] [--qmp SOCKET | --live DOMAIN]\n\n"                   \
 	"Creates the per-VM dir (default " QEMU_CONFIG_DEFAULT_DIR "/VM) and, for the pipe transport,\n"  \
 	"the FIFO pairs agent-ctl-path.{in,out} and trace-path-cpuN.{in,out} (idempotent), then prints\n" \
 	"the QEMU arguments (--format qemu, default) or libvirt <channel> elements (--format libvirt).\n" \
@@ -27,7 +27,10 @@
 	"  --mode MODE         FIFO mode, octal (default 0660)\n"                                            \
 	"  --qmp SOCKET        attach live: give the running QEMU whose QMP monitor is SOCKET the\n"       \
 	"                      controllers, chardevs and ports through device_add/chardev-add\n"          \
-	"                      (what it has already is kept) instead of printing arguments"
+	"                      (what it has already is kept) instead of printing arguments\n"             \
+	"  --live DOMAIN       with --format libvirt --transport socket: attach the channels to the\n"    \
+	"                      running libvirt domain with virsh attach-device (--live, and --config\n"   \
+	"                      when it is persistent); its controllers must be there since boot"
 
 enum setup_format { SETUP_QEMU, SETUP_LIBVIRT };
 
@@ -39,6 +42,7 @@ struct setup_opts {
 	bool chown;
 	mode_t mode;
 	const char *qmp;      /* --qmp SOCKET: attach to the running QEMU */
+	const char *domain;   /* --live DOMAIN: attach to the running libvirt domain */
 	char dirbuf[PATH_MAX];
 };
 
@@ -152,6 +156,12 @@ static int setup_opt_qmp(const char *arg, struct setup_opts *o)
 	return *arg && strlen(arg) < QEMU_CONFIG_SUN_PATH_MAX ? 0 : -EINVAL;
 }
 
+static int setup_opt_live(const char *arg, struct setup_opts *o)
+{
+	o->domain = arg;
+	return *arg && strlen(arg) < 256 && !strchr(arg, '/') ? 0 : -EINVAL;
+}
+
 static const struct setup_option setup_options[] = {
 	{ "name", "1 to 64 characters of [A-Za-z0-9_-]", setup_opt_name },
 	{ "cpus", "a number of CPUs from 1 to 256", setup_opt_cpus },
@@ -161,6 +171,7 @@ static const struct setup_option setup_options[] = {
 	{ "owner", "USER:GROUP naming an existing user and group", setup_opt_owner },
 	{ "mode", "an octal mode of at most 0777 with owner read and write (e.g. 0660)", setup_opt_mode },
 	{ "qmp", "the path of QEMU's QMP unix socket (-qmp unix:PATH,server=on,wait=off)", setup_opt_qmp },
+	{ "live", "a libvirt domain name", setup_opt_live },
 };
 
 static int setup_parse(int argc, char **argv, struct setup_opts *o)
@@ -324,6 +335,13 @@ static int setup_run(int argc, char **argv)
 	}
 	if (o.qmp)
 		return setup_qmp_attach(&o.qc, o.qmp) < 0 ? 1 : 0;
+	if (o.domain && o.format != SETUP_LIBVIRT) {
+		log_error("setup: --live DOMAIN attaches to a libvirt domain: add --format libvirt --transport socket "
+			  "(a plain QEMU takes --qmp SOCKET)");
+		return 2;
+	}
+	if (o.domain)
+		return setup_libvirt_attach(&o.qc, o.domain) < 0 ? 1 : 0;
 	return setup_print(&o) < 0 ? 1 : 0;
 }
 

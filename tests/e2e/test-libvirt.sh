@@ -152,12 +152,13 @@ else
 		cd "$T" || exit 1
 		export PATH=$(dirname "$TRACE_COLLECTOR"):$PATH LIBVIRT_DEFAULT_URI=$URI
 		set -e
-		trace-collector setup --name "$VM_NAME" --cpus 2 --dir "$VM" --transport socket --format libvirt --owner libvirt-qemu:libvirt-qemu > ch.xml
-		csplit -s -z -f ch- ch.xml '/<channel/' '{*}'
-		for f in ch-*; do grep -q '<channel' "$f" && virsh attach-device "$VM_NAME" "$f" --config --live; done
+		trace-collector setup --name "$VM_NAME" --cpus 2 --dir "$VM" --transport socket --format libvirt --owner libvirt-qemu:libvirt-qemu --live "$VM_NAME"
 	) >"$T/attach.log" 2>&1
 	check "README's live attach: 3 channels attached ($(tr '\n' ' ' <"$T/attach.log"))" \
-		test "$(grep -c 'Device attached successfully' "$T/attach.log")" -eq 3
+		grep -q "^libvirt domain $VM_NAME: 3 channels attached, 0 already there (also in its persistent configuration)" "$T/attach.log"
+	again=$(LIBVIRT_DEFAULT_URI=$URI "$TRACE_COLLECTOR" setup --name "$VM_NAME" --cpus 2 --dir "$VM" --transport socket \
+		--format libvirt --owner libvirt-qemu:libvirt-qemu --live "$VM_NAME" 2>&1)
+	check_out "a second live attach adds nothing" "^libvirt domain $VM_NAME: 0 channels attached, 3 already there" echo "$again"
 	check_out "the running domain has the 3 channels" '^3$' \
 		bash -c 'virsh -c "$1" dumpxml "$2" | grep -c "<channel type=.unix.>"' _ "$URI" "$VM_NAME"
 	check_out "the persistent config has them too (--config)" '^3$' \
