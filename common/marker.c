@@ -49,10 +49,56 @@ int vt_marker_decode(const void *page, size_t len, struct vt_marker *ret)
 	m.cpu = le32toh(m.cpu);
 	m.page_size = le32toh(m.page_size);
 	stats_swap(&m.stats, 0);
-	if (m.version != VT_MARKER_VERSION || (m.kind != VT_MARKER_BEGIN && m.kind != VT_MARKER_END) ||
+	if (m.version != VT_MARKER_VERSION || m.kind < VT_MARKER_BEGIN || m.kind > VT_MARKER_PERF_END ||
 	    m.page_size < VT_MARKER_MIN_PAGE || m.page_size > VT_MARKER_MAX_PAGE ||
 	    (m.page_size & (m.page_size - 1)) || m.page_size != len)
 		return -EBADMSG;
 	*ret = m;
 	return 1;
+}
+
+static void perf_stats_swap(struct vt_perf_stats *s, int to_le)
+{
+	uint64_t *u[] = { &s->bytes_sent, &s->records, &s->samples, &s->lost_records,
+			  &s->lost, &s->synth_records, &s->reserved };
+
+	s->cpu = to_le ? htole32(s->cpu) : le32toh(s->cpu);
+	s->error = (int32_t)(to_le ? htole32((uint32_t)s->error) : le32toh((uint32_t)s->error));
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++)
+		*u[i] = to_le ? htole64(*u[i]) : le64toh(*u[i]);
+}
+
+static void perf_marker_swap(struct vt_perf_marker *p, int to_le)
+{
+	p->nr_ids = to_le ? htole32(p->nr_ids) : le32toh(p->nr_ids);
+	p->clockid = to_le ? htole32(p->clockid) : le32toh(p->clockid);
+	for (size_t i = 0; i < VT_PERF_MAX_EVENTS; i++)
+		p->ids[i] = to_le ? htole64(p->ids[i]) : le64toh(p->ids[i]);
+	perf_stats_swap(&p->stats, to_le);
+}
+
+void vt_marker_encode_perf(void *page, uint32_t page_size, enum vt_marker_kind kind, uint64_t session_id,
+			   uint32_t cpu, const struct vt_perf_marker *perf)
+{
+	struct vt_cpu_stats head = { .cpu = cpu, .error = perf->stats.error };
+	struct vt_perf_marker p = *perf;
+
+	vt_marker_encode(page, page_size, kind, session_id, cpu, &head);
+	perf_marker_swap(&p, 1);
+	memcpy((uint8_t *)page + VT_PERF_MARKER_OFF, &p, sizeof(p));
+}
+
+int vt_marker_decode_perf(const void *page, size_t len, const struct vt_marker *m, struct vt_perf_marker *ret)
+{
+	struct vt_perf_marker p;
+
+	if ((m->kind != VT_MARKER_PERF_BEGIN && m->kind != VT_MARKER_PERF_END) ||
+	    len < VT_PERF_MARKER_OFF + sizeof(p))
+		return -EBADMSG;
+	memcpy(&p, (const uint8_t *)page + VT_PERF_MARKER_OFF, sizeof(p));
+	perf_marker_swap(&p, 0);
+	if (p.nr_ids > VT_PERF_MAX_EVENTS)
+		return -EBADMSG;
+	*ret = p;
+	return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Begin/end marker pages framing each trace-path-cpuN stream (DESIGN §5). */
+/* Begin/end marker pages framing each trace-path-cpuN and perf-path-cpuN stream (DESIGN §5). */
 #pragma once
 
 #include <stdint.h>
@@ -12,7 +12,12 @@
 #define VT_MARKER_MIN_PAGE 4096
 #define VT_MARKER_MAX_PAGE (1u << 20)
 
-enum vt_marker_kind { VT_MARKER_BEGIN = 1, VT_MARKER_END = 2 };
+enum vt_marker_kind {
+	VT_MARKER_BEGIN = 1, VT_MARKER_END = 2,          /* trace-path-cpuN */
+	VT_MARKER_PERF_BEGIN = 3, VT_MARKER_PERF_END = 4, /* perf-path-cpuN */
+};
+
+#define VT_PERF_MAX_EVENTS 8
 
 /* The head of a marker page; the rest of the page is zero. Little-endian. */
 struct vt_marker {
@@ -27,9 +32,25 @@ struct vt_marker {
 };
 _Static_assert(sizeof(struct vt_marker) == 112, "marker head is 112 bytes");
 
+/* Follows the head in a perf marker page (kinds 3 and 4), at offset 112. */
+struct vt_perf_marker {
+	uint32_t nr_ids;  /* begin: events open on this CPU, in CONFIG's PERF_EVENTS order */
+	uint32_t clockid; /* begin: the clock of the records' times (CLOCK_MONOTONIC, ...) */
+	uint64_t ids[VT_PERF_MAX_EVENTS]; /* begin: each event's sample id (PERF_EVENT_IOC_ID) */
+	struct vt_perf_stats stats;       /* end: the stream's counters */
+};
+_Static_assert(sizeof(struct vt_perf_marker) == 136, "perf marker tail is 136 bytes");
+#define VT_PERF_MARKER_OFF sizeof(struct vt_marker)
+
 /* Fills a whole page (page_size bytes) with a marker. */
 void vt_marker_encode(void *page, uint32_t page_size, enum vt_marker_kind kind, uint64_t session_id,
 		      uint32_t cpu, const struct vt_cpu_stats *stats);
 /* 1 if page (len bytes) holds a valid marker (decoded into *ret), 0 if it is not a marker,
  * -EBADMSG if it looks like one but is malformed. */
 int vt_marker_decode(const void *page, size_t len, struct vt_marker *ret);
+/* A perf marker page: the head (stats: cpu and error only) plus the perf tail. */
+void vt_marker_encode_perf(void *page, uint32_t page_size, enum vt_marker_kind kind, uint64_t session_id,
+			   uint32_t cpu, const struct vt_perf_marker *perf);
+/* Decodes the perf tail of a page vt_marker_decode accepted as kind 3 or 4: 0, or -EBADMSG
+ * (more ids than VT_PERF_MAX_EVENTS, or a kind without a perf tail). */
+int vt_marker_decode_perf(const void *page, size_t len, const struct vt_marker *m, struct vt_perf_marker *ret);

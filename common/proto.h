@@ -65,6 +65,10 @@ enum vt_attr_tag {
 	VT_A_TRACER = 24,       /* str ftrace tracer of the instance, "nop" = events only */
 	VT_A_FTRACE_FILTER = 25, /* str function globs for set_ftrace_filter, "" = all */
 	VT_A_FLUSH_MS = 26,     /* u32: a quiet ring's pages go out within this many ms (0 = at half full only) */
+	VT_A_PERF_EVENTS = 27,  /* str guest perf events "cpu-clock,page-faults" ("" = no guest perf) */
+	VT_A_PERF_FREQ = 28,    /* u32 samples per second per event and CPU */
+	VT_A_PERF_RING_KB = 29, /* u32 per-CPU perf ring (data part), KiB, a power of two */
+	VT_A_PERF_STATS = 30,   /* array of struct vt_perf_stats (START's OK, STOPPED) */
 };
 
 enum vt_agent_state { VT_STATE_IDLE = 0, VT_STATE_TRACING = 1 };
@@ -83,6 +87,21 @@ struct vt_cpu_stats {
 	uint64_t read_events;
 };
 _Static_assert(sizeof(struct vt_cpu_stats) == 72, "cpu stats are 72 bytes");
+
+/* Per-CPU counters of a perf-path-cpuN stream, in START's OK (cpu, error), STOPPED and the
+ * perf end marker. */
+struct vt_perf_stats {
+	uint32_t cpu;
+	int32_t error;          /* 0 or -errno of the CPU's perf pump; -ENODATA: no guest perf */
+	uint64_t bytes_sent;    /* record bytes written to the port (markers excluded) */
+	uint64_t records;       /* records among them, synthesized ones included */
+	uint64_t samples;       /* PERF_RECORD_SAMPLE among them */
+	uint64_t lost_records;  /* PERF_RECORD_LOST among them */
+	uint64_t lost;          /* the sum of their counts: samples the kernel dropped (ring full) */
+	uint64_t synth_records; /* COMM/MMAP2 records the agent wrote for tasks that existed at START */
+	uint64_t reserved;
+};
+_Static_assert(sizeof(struct vt_perf_stats) == 64, "perf stats are 64 bytes");
 
 /* Growable output buffer for one or more frames. */
 struct vt_buf {
