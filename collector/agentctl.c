@@ -93,7 +93,8 @@ int agentctl_send_hello(struct agentctl *a)
 }
 
 int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb,
-			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms)
+			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms,
+			 const struct guest_perf_opts *perf)
 {
 	agentctl_begin(a, VT_MSG_CONFIG);
 	if (events)
@@ -107,6 +108,13 @@ int agentctl_send_config(struct agentctl *a, const char *events, const char *clo
 	if (ftrace_filter)
 		vt_put_str(&a->out, VT_A_FTRACE_FILTER, ftrace_filter);
 	vt_put_u32(&a->out, VT_A_FLUSH_MS, flush_ms); /* an older agent skips the unknown tag */
+	if (perf) { /* always sent: "" turns an earlier session's guest perf off */
+		vt_put_str(&a->out, VT_A_PERF_EVENTS, perf->events ? perf->events : "");
+		if (perf->events) {
+			vt_put_u32(&a->out, VT_A_PERF_FREQ, perf->freq);
+			vt_put_u32(&a->out, VT_A_PERF_RING_KB, perf->ring_kb);
+		}
+	}
 	return agentctl_queue(a);
 }
 
@@ -440,6 +448,34 @@ int agentctl_parse_stopped(const struct vt_msg *m, uint64_t session_id, struct v
 		if (vt_marker_decode(page, sizeof(page), &mk) != 1)
 			return -EBADMSG;
 		stats[i] = mk.stats;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+int agentctl_parse_perf_stats(const struct vt_msg *m, struct vt_perf_stats *stats, unsigned ncpus, unsigned *ret_n)
+{
+	struct vt_attr at;
+	unsigned n;
+
+	if (vt_msg_find(m, VT_A_PERF_STATS, &at) < 0)
+		return -ENOENT;
+	if (at.len % sizeof(struct vt_perf_stats))
+		return -EBADMSG;
+	n = (unsigned)MIN(at.len / sizeof(struct vt_perf_stats), (size_t)ncpus);
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t page[VT_MARKER_MIN_PAGE];
+		struct vt_perf_marker pm = { 0 };
+		struct vt_marker mk;
+
+		/* Reuse the marker decoder for the little-endian conversion. */
+		vt_marker_encode_perf(page, sizeof(page), VT_MARKER_PERF_END, 0, 0, &pm);
+		memcpy(page + VT_PERF_MARKER_OFF + offsetof(struct vt_perf_marker, stats),
+		       at.data + i * sizeof(struct vt_perf_stats), sizeof(struct vt_perf_stats));
+		if (vt_marker_decode(page, sizeof(page), &mk) != 1 ||
+		    vt_marker_decode_perf(page, sizeof(page), &mk, &pm) < 0)
+			return -EBADMSG;
+		stats[i] = pm.stats;
 	}
 	*ret_n = n;
 	return 0;

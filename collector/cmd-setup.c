@@ -18,9 +18,10 @@
 #include "util.h"
 
 #define SETUP_USAGE "--name VM --cpus N [--dir D] [--transport pipe|socket] [--format qemu|libvirt]\n" \
-	"       [--owner USER:GROUP] [--mode 0660] [--qmp SOCKET | --live DOMAIN]\n\n"                   \
+	"       [--owner USER:GROUP] [--mode 0660] [--qmp SOCKET | --live DOMAIN] [--guest-perf yes|no]\n\n" \
 	"Creates the per-VM dir (default " QEMU_CONFIG_DEFAULT_DIR "/VM) and, for the pipe transport,\n"  \
-	"the FIFO pairs agent-ctl-path.{in,out} and trace-path-cpuN.{in,out} (idempotent), then prints\n" \
+	"the FIFO pairs agent-ctl-path.{in,out}, trace-path-cpuN.{in,out} and perf-path-cpuN.{in,out}\n" \
+	"(idempotent), then prints\n" \
 	"the QEMU arguments (--format qemu, default) or libvirt <channel> elements (--format libvirt).\n" \
 	"With --transport socket QEMU creates the sockets itself in the dir.\n"                         \
 	"  --owner USER:GROUP  owner of the dir and FIFOs (the user QEMU runs as, e.g. libvirt-qemu:kvm)\n" \
@@ -30,7 +31,9 @@
 	"                      (what it has already is kept) instead of printing arguments\n"             \
 	"  --live DOMAIN       with --format libvirt --transport socket: attach the channels to the\n"    \
 	"                      running libvirt domain with virsh attach-device (--live, and --config\n"   \
-	"                      when it is persistent); its controllers must be there since boot"
+	"                      when it is persistent); its controllers must be there since boot\n"       \
+	"  --guest-perf no     leave out the perf-path-cpuN ports (by default every CPU has one, so that\n" \
+	"                      'start --guest-perf' can profile the guest without a restart)"
 
 enum setup_format { SETUP_QEMU, SETUP_LIBVIRT };
 
@@ -162,6 +165,17 @@ static int setup_opt_live(const char *arg, struct setup_opts *o)
 	return *arg && strlen(arg) < 256 && !strchr(arg, '/') ? 0 : -EINVAL;
 }
 
+static int setup_opt_guest_perf(const char *arg, struct setup_opts *o)
+{
+	static const char *const names[] = { "no", "yes" };
+	int v;
+
+	if (setup_parse_enum(arg, names, ARRAY_SIZE(names), &v) < 0)
+		return -EINVAL;
+	o->qc.perf = v;
+	return 0;
+}
+
 static const struct setup_option setup_options[] = {
 	{ "name", "1 to 64 characters of [A-Za-z0-9_-]", setup_opt_name },
 	{ "cpus", "a number of CPUs from 1 to 256", setup_opt_cpus },
@@ -172,6 +186,7 @@ static const struct setup_option setup_options[] = {
 	{ "mode", "an octal mode of at most 0777 with owner read and write (e.g. 0660)", setup_opt_mode },
 	{ "qmp", "the path of QEMU's QMP unix socket (-qmp unix:PATH,server=on,wait=off)", setup_opt_qmp },
 	{ "live", "a libvirt domain name", setup_opt_live },
+	{ "guest-perf", "'yes' or 'no'", setup_opt_guest_perf },
 };
 
 static int setup_parse(int argc, char **argv, struct setup_opts *o)
@@ -239,7 +254,7 @@ static int setup_fifos(int dirfd, const struct setup_opts *o)
 	for (unsigned i = 0; i < qemu_config_nports(&o->qc); i++) {
 		char port[32], name[40];
 
-		qemu_config_port_name(i, port, sizeof(port));
+		qemu_config_port_name(&o->qc, i, port, sizeof(port));
 		for (size_t s = 0; s < ARRAY_SIZE(sides); s++) {
 			snprintf(name, sizeof(name), "%s.%s", port, sides[s]);
 			if (setup_fifo(dirfd, o->qc.dir, name, o) < 0)
@@ -313,7 +328,7 @@ static int setup_check(const struct setup_opts *o)
 
 static int setup_run(int argc, char **argv)
 {
-	struct setup_opts o = { .qc.transport = QEMU_CONFIG_PIPE, .format = SETUP_QEMU, .mode = 0660 };
+	struct setup_opts o = { .qc.transport = QEMU_CONFIG_PIPE, .qc.perf = true, .format = SETUP_QEMU, .mode = 0660 };
 	_cleanup_close_ int dirfd = -1;
 	int r = setup_parse(argc, argv, &o);
 

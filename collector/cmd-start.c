@@ -13,6 +13,7 @@
 
 #include "collector.h"
 #include "log.h"
+#include "perf_events.h"
 #include "util.h"
 
 #define START_USAGE                                                                                   \
@@ -21,7 +22,8 @@
 	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
 	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
-	"       [--flush-interval SEC] [-- PERF_RECORD_ARGS...]\n"                                  \
+	"       [--flush-interval SEC] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]]\n" \
+	"       [-- PERF_RECORD_ARGS...]\n"                                                          \
 	"Starts a daemon that drives trace-agent in the guest over the ports in D (default\n"          \
 	COLLECTOR_VM_ROOT "/VM, made by 'trace-collector setup'), spools every CPU's pages into\n"    \
 	"D/sessions/<UTC time>/, records the host with perf record, and prints the session dir once\n" \
@@ -40,6 +42,11 @@
 	"  --kvm-debugfs DIR  debugfs root for the kvm method (default /sys/kernel/debug)\n"         \
 	"  --flush-interval SEC  a quiet guest ring's events reach the host within SEC (default 1,\n" \
 	"                   0..3600, decimals allowed; 0: only when a ring is half full)\n"          \
+	"  --guest-perf[=EVENTS]  also sample every guest CPU with perf in the guest (default event\n" \
+	"                   cpu-clock; perf's generic names, comma separated; hardware events need a\n" \
+	"                   guest PMU), with kernel and user call chains, over the perf-path ports\n" \
+	"  --guest-freq HZ  guest perf samples per second per event and CPU (default 1000)\n"      \
+	"  --guest-perf-kb N  each guest CPU's perf ring, KiB, a power of two (default 1024)\n"    \
 	"  --allow-partial  go on when some guest CPUs cannot stream (named in status, the stop\n"   \
 	"                   summary and session.ini); by default start fails naming them\n"              \
 	"  -- ARGS          host perf record's own arguments instead of '-a -e LIST', passed as they\n" \
@@ -131,12 +138,31 @@ static const char *start_accepted(int c)
 		{ 'B', "seconds, 0.05..3600 (decimals allowed)" },
 		{ 'I', "seconds: 0 (off) or 0.05..3600 (decimals allowed)" },
 		{ 'K', "a directory path under 256 bytes" },
+		{ 'g', "perf event names, comma separated, at most 8: cpu-clock, task-clock, page-faults, "
+		       "minor-faults, major-faults, context-switches, cpu-migrations, alignment-faults, "
+		       "emulation-faults, cycles, instructions, cache-references, cache-misses, branches, "
+		       "branch-misses, bus-cycles, ref-cycles" },
+		{ 'G', "samples per second, 1..100000" },
+		{ 'k', "KiB, a power of two, 8..262144" },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(tab); i++)
 		if (tab[i].c == c)
 			return tab[i].what;
 	return "see trace-collector start --help";
+}
+
+/* --guest-perf[=EVENTS]: the names are checked here and again by the agent against the guest. */
+static int start_guest_perf(struct start_opts *o, const char *arg)
+{
+	struct perf_event_spec ev[VT_PERF_MAX_EVENTS];
+	char bad[80];
+	size_t n;
+
+	o->perf.events = arg ? arg : VT_PERF_DEFAULT_EVENTS;
+	if (strlen(o->perf.events) > 512 || perf_events_parse(o->perf.events, ev, &n, bad, sizeof(bad)) < 0 || !n)
+		return -EINVAL;
+	return 0;
 }
 
 static int start_parse_one(struct start_opts *o, int c, const char **dir, const char **run)
@@ -166,6 +192,13 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'A': o->allow_partial = true; return 0;
 	case 'I': return !strcmp(optarg, "0") ? (o->flush_ms = 0, 0) : start_interval(optarg, &o->flush_ms);
 	case 'K': o->kvm_debugfs = optarg; return strlen(optarg) < 256 ? 0 : -EINVAL;
+	case 'g': return start_guest_perf(o, optarg);
+	case 'G': if (util_parse_u64(optarg, VT_PERF_FREQ_MAX, &v) < 0 || !v) return -EINVAL; o->perf.freq = (uint32_t)v; return 0;
+	case 'k':
+		if (util_parse_u64(optarg, VT_PERF_RING_KB_MAX, &v) < 0 || v < VT_PERF_RING_KB_MIN || (v & (v - 1)))
+			return -EINVAL;
+		o->perf.ring_kb = (uint32_t)v;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -180,7 +213,8 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "foreground", 0, 0, 'f' }, { "timeout", 1, 0, 't' }, { "heartbeat", 1, 0, 'B' },
 		{ "probe-interval", 1, 0, 'B' }, { "holdout-probes", 0, 0, 'Z' }, { "kvm-debugfs", 1, 0, 'K' },
 		{ "tracer", 1, 0, 'T' }, { "ftrace-filter", 1, 0, 'F' }, { "allow-partial", 0, 0, 'A' },
-		{ "flush-interval", 1, 0, 'I' },
+		{ "flush-interval", 1, 0, 'I' }, { "guest-perf", 2, 0, 'g' }, { "guest-freq", 1, 0, 'G' },
+		{ "guest-perf-kb", 1, 0, 'k' },
 		{ "help", 0, 0, 'h' }, {},
 	};
 	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
@@ -189,7 +223,8 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 
 	*o = (struct start_opts){ .events = "sched,irq,timer", .tracer = "nop", .ftrace_filter = "",
 				   .clock = "auto", .timeout_s = 10,
-				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug", .flush_ms = 1000 };
+				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug", .flush_ms = 1000,
+				   .perf = { .freq = VT_PERF_DEFAULT_FREQ, .ring_kb = VT_PERF_DEFAULT_RING_KB } };
 	optind = 1;
 	while ((li = -1, c = getopt_long(argc, argv, "e:o:h", lopts, &li)) != -1) {
 		if (c == 'h') {
@@ -204,7 +239,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		if (c == '?' || (r = start_parse_one(o, c, &dir, &run)) < 0) {
 			if (c != '?')
 				log_error("invalid value '%.64s%s' for option %s%s: it takes %s",
-					  optarg, strlen(optarg) > 64 ? "..." : "", li >= 0 ? "--" : "-", li >= 0 ? lopts[li].name : (char[]){ (char)c, 0 },
+					  optarg ? optarg : "", optarg && strlen(optarg) > 64 ? "..." : "", li >= 0 ? "--" : "-", li >= 0 ? lopts[li].name : (char[]){ (char)c, 0 },
 					  start_accepted(c));
 			return -EINVAL;
 		}

@@ -34,6 +34,13 @@ extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_stop, cmd_me
 /* 0, 1 when written with the guest clock unaligned, or -errno. */
 int merge_session(const char *session_dir, const char *out, bool compress, FILE *summary);
 
+/* Guest perf sampling (start --guest-perf): events NULL = off. */
+struct guest_perf_opts {
+	const char *events; /* "cpu-clock,page-faults" */
+	uint32_t freq;      /* Hz per event and CPU */
+	uint32_t ring_kb;   /* per-CPU perf ring in the guest */
+};
+
 /* Parsed `start` options (the only mutable state besides the log level). */
 struct start_opts {
 	const char *name;
@@ -59,6 +66,7 @@ struct start_opts {
 	bool allow_partial;           /* --allow-partial: go on when some CPUs cannot stream */
 	uint32_t flush_ms;            /* --flush-interval: a quiet guest ring goes out within it */
 	const char *kvm_debugfs;      /* debugfs root for the kvm method */
+	struct guest_perf_opts perf;  /* --guest-perf, --guest-freq, --guest-perf-kb */
 };
 
 struct daemon;
@@ -111,7 +119,9 @@ int session_ini_get(const char *dir, const char *key, char *buf, size_t size);
 /* Rewrites one key of DIR/session.ini atomically (used by stop after the merge). */
 int session_ini_set(const char *dir, const char *key, const char *value);
 
-/* spool.c: one CPU's data port spliced into cpuN.spool. */
+/* spool.c: one CPU's data port read into cpuN.spool (perf-path-cpuN into perf-cpuN.spool).
+ * The daemon's spools and data ports are indexed by cpu, and COLLECTOR_MAX_CPUS + cpu for perf. */
+#define SPOOL_INDEX(cpu, perf) ((perf) ? COLLECTOR_MAX_CPUS + (cpu) : (cpu))
 struct spool_stats {
 	uint64_t spooled;        /* bytes in cpuN.spool */
 	uint64_t stale;          /* bytes before this session's begin marker */
@@ -124,9 +134,13 @@ struct spool_stats {
 	uint64_t discarded;      /* bytes read from the port and dropped (limit, disk full, after stop) */
 	bool begun, ended;
 	struct vt_cpu_stats end; /* from the end marker */
+	/* perf-path-cpuN (data_bytes: record bytes; bad_pages: impossible record sizes skipped) */
+	uint64_t records, samples, lost_records, lost;
+	struct vt_perf_stats perf_end; /* from the perf end marker */
 };
 struct spool;
-int spool_new(struct daemon *d, unsigned cpu, struct port *port, const char *session_dir,
+/* perf: the CPU's perf-path-cpuN stream into perf-cpuN.spool. */
+int spool_new(struct daemon *d, unsigned cpu, bool perf, struct port *port, const char *session_dir,
 	      uint64_t session_id, uint32_t page_size, struct spool **ret);
 void spool_free(struct spool *s);
 int spool_arm(struct spool *s, struct event_base *base);
@@ -138,8 +152,8 @@ void spool_stats(const struct spool *s, struct spool_stats *ret);
 void spool_rate_tick(struct spool *s, uint64_t now_ns);
 double spool_rate(const struct spool *s); /* MB/s over the last few seconds */
 /* Called by spool.c into the daemon: */
-void daemon_spool_error(struct daemon *d, unsigned cpu, int err);
-void daemon_spool_progress(struct daemon *d, unsigned cpu);
+void daemon_spool_error(struct daemon *d, unsigned k, int err); /* k: SPOOL_INDEX */
+void daemon_spool_progress(struct daemon *d, unsigned k);
 
 /* qmp.c: setup --qmp, the ports given to a running QEMU; 0 or -errno (said). */
 struct qemu_config;
@@ -158,7 +172,8 @@ void agentctl_free(struct agentctl *a);
 int agentctl_send_hello(struct agentctl *a);
 /* CONFIG; a NULL string or 0 leaves that attribute out (the agent keeps its value). */
 int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb,
-			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms);
+			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms,
+			 const struct guest_perf_opts *perf);
 int agentctl_send_meta_req(struct agentctl *a);
 int agentctl_send_start(struct agentctl *a, uint64_t session_id);
 int agentctl_send_stop(struct agentctl *a);
@@ -176,6 +191,8 @@ int agentctl_store_meta(struct agentctl *a, const struct vt_msg *m, int guest_di
 /* Also reads the per-CPU part of START's OK (error 0: streaming, -ENXIO: CPU offline). */
 int agentctl_parse_stopped(const struct vt_msg *m, uint64_t session_id, struct vt_cpu_stats *stats,
 			   unsigned ncpus, unsigned *ret_n);
+/* PERF_STATS of START's OK or STOPPED: -ENOENT when absent (no guest perf, or an older agent). */
+int agentctl_parse_perf_stats(const struct vt_msg *m, struct vt_perf_stats *stats, unsigned ncpus, unsigned *ret_n);
 uint64_t agentctl_last_rx(const struct agentctl *a);
 /* Validates a metadata file name (docs/protocol.md); 0 or -EINVAL. */
 int agentctl_meta_name_ok(const char *name);

@@ -30,6 +30,15 @@ void daemon_report_agent_stats(const struct daemon *d)
 			i, (unsigned long long)s->commit_overrun, i, (unsigned long long)s->bytes,
 			i, (unsigned long long)s->dropped_events, i, (unsigned long long)s->read_events);
 	}
+	for (unsigned i = 0; i < d->n_perf_stats; i++) {
+		const struct vt_perf_stats *p = &d->perf_stats[i];
+
+		fprintf(f, "perf%u.error=%d\nperf%u.bytes_sent=%llu\nperf%u.records=%llu\nperf%u.samples=%llu\n"
+			   "perf%u.lost_records=%llu\nperf%u.lost=%llu\nperf%u.synth_records=%llu\n",
+			i, p->error, i, (unsigned long long)p->bytes_sent, i, (unsigned long long)p->records,
+			i, (unsigned long long)p->samples, i, (unsigned long long)p->lost_records,
+			i, (unsigned long long)p->lost, i, (unsigned long long)p->synth_records);
+	}
 	if (fclose(f) != 0 || !d->n_agent_stats)
 		return;
 	snprintf(path, sizeof(path), "%s/agent-stats.ini", d->s.dir);
@@ -46,6 +55,45 @@ static const struct vt_cpu_stats *daemon_report_guest_stats(const struct daemon 
 		if (d->agent_stats[i].cpu == cpu)
 			return &d->agent_stats[i];
 	return NULL;
+}
+
+/* Guest perf streams (--guest-perf): one line per CPU, then the totals. */
+static void daemon_report_perf(const struct daemon *d, FILE *f)
+{
+	uint64_t records = 0, samples = 0, lost = 0, transport = 0, unknown = 0;
+	struct spool_stats st;
+
+	if (!d->o->perf.events)
+		return;
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		unsigned k = SPOOL_INDEX(i, true);
+
+		if (d->cpu_missing[k]) {
+			fprintf(f, "perf cpu%u: NOT COLLECTED: the guest could not stream it (--allow-partial)\n", i);
+			continue;
+		}
+		spool_stats(d->spools[k], &st);
+		fprintf(f, "perf cpu%u: %llu records (%llu samples, %.1f MiB) spooled, %llu lost by the guest kernel "
+			   "(%llu LOST records)", i, (unsigned long long)st.records, (unsigned long long)st.samples,
+			(double)st.data_bytes / 1048576.0, (unsigned long long)st.lost, (unsigned long long)st.lost_records);
+		if (st.ended) {
+			uint64_t miss = st.perf_end.bytes_sent > st.data_bytes ? st.perf_end.bytes_sent - st.data_bytes : 0;
+
+			fprintf(f, ", guest sent %llu bytes, %llu lost in transport", (unsigned long long)st.perf_end.bytes_sent,
+				(unsigned long long)miss);
+			transport += miss;
+		} else {
+			fprintf(f, "; no end marker: shortfall unknown");
+			unknown++;
+		}
+		if (st.bad_pages)
+			fprintf(f, "; %llu impossible record sizes skipped", (unsigned long long)st.bad_pages);
+		fputc('\n', f);
+		records += st.records, samples += st.samples, lost += st.lost;
+	}
+	fprintf(f, "guest perf: %s, %llu records, %llu samples, %llu samples lost in the guest, %llu bytes lost in "
+		   "transport%s\n", d->o->perf.events, (unsigned long long)records, (unsigned long long)samples,
+		(unsigned long long)lost, (unsigned long long)transport, unknown ? " (some CPUs unknown)" : "");
 }
 
 void daemon_report_summary(const struct daemon *d, FILE *f)
@@ -95,6 +143,7 @@ void daemon_report_summary(const struct daemon *d, FILE *f)
 	fprintf(f, "pages: %llu in total\n", (unsigned long long)pages);
 	if (d->s.missing_cpus[0])
 		fprintf(f, "NOT TRACED: guest CPUs %s (start --allow-partial)\n", d->s.missing_cpus);
+	daemon_report_perf(d, f);
 	if (d->perf)
 		fprintf(f, "host perf: %s\n", hostperf_state(d->perf, buf, sizeof(buf)));
 	else
@@ -114,8 +163,8 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 		snprintf(buf, size, "error: out of memory\n");
 		return;
 	}
-	for (unsigned i = 0; i < d->s.ncpus; i++) /* what status shows is in the files */
-		(void)spool_persist(d->spools[i]);
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) /* what status shows is in the files */
+		(void)spool_persist(d->spools[k]);
 	fprintf(f, "session: %s\nstate: %s%s%s\n", d->s.dir, daemon_phase_names[d->ph],
 		d->s.stop_reason[0] ? " — " : "", d->s.stop_reason);
 	if (!strcmp(d->s.clock_method, "ptp") && !d->clk.written)
@@ -146,6 +195,12 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 		(unsigned long long)tbytes, trate, (unsigned long long)tmissed, (unsigned long long)tevents);
 	if (d->s.missing_cpus[0])
 		fprintf(f, "not traced: guest CPUs %s\n", d->s.missing_cpus);
+	daemon_report_perf(d, f);
+	for (unsigned i = 0; d->o->perf.events && i < d->s.ncpus; i++)
+		if (d->spools[SPOOL_INDEX(i, true)]) {
+			spool_stats(d->spools[SPOOL_INDEX(i, true)], &st);
+			total += st.spooled;
+		}
 	fprintf(f, "spool: %.1f MB\nhost perf: %s\n", (double)total / 1e6,
 		d->perf ? hostperf_state(d->perf, perf, sizeof(perf)) : d->o->host_data[0] ? d->o->host_data : "none");
 	fflush(f);

@@ -144,38 +144,48 @@ static void daemon_drain(struct port *p)
 			 (unsigned long long)n);
 }
 
-static int daemon_open_data(struct daemon *d)
+static int daemon_open_stream(struct daemon *d, unsigned k)
 {
+	unsigned cpu = k % COLLECTOR_MAX_CPUS;
+	bool perf = k >= COLLECTOR_MAX_CPUS;
 	char path[PATH_MAX + 8], name[32];
 	int r;
 
-	for (unsigned i = 0; i < d->hello.ncpus; i++) {
-		snprintf(name, sizeof(name), "trace-path-cpu%u", i);
-		port_init(&d->data[i], d->o->vm_dir, name, d->kind);
-		r = port_open(&d->data[i], false);
-		if (r < 0 && d->o->allow_partial) {
-			log_warn("cannot open %s: %s — cpu%u is not traced (--allow-partial); run 'trace-collector setup "
-				 "--name %s --cpus %u' to trace it", port_path(&d->data[i], true, path, sizeof(path)),
-				 strerror(-r), i, d->o->name, d->hello.ncpus);
-			d->cpu_missing[i] = true;
-			continue;
-		}
-		if (r < 0) {
-			log_error("cannot open %s: %s — the guest has %u CPUs; run 'trace-collector setup --name %s --cpus %u' "
-				  "(and give the VM the new ports), or pass --allow-partial to trace the CPUs that have ports",
-				  port_path(&d->data[i], true, path, sizeof(path)), strerror(-r), d->hello.ncpus,
-				  d->o->name, d->hello.ncpus);
+	snprintf(name, sizeof(name), "%s%u", daemon_stream_port(k), cpu);
+	port_init(&d->data[k], d->o->vm_dir, name, d->kind);
+	r = port_open(&d->data[k], false);
+	if (r < 0 && d->o->allow_partial) {
+		log_warn("cannot open %s: %s — cpu%u's %s is not collected (--allow-partial); run 'trace-collector "
+			 "setup --name %s --cpus %u' to collect it", port_path(&d->data[k], true, path, sizeof(path)),
+			 strerror(-r), cpu, perf ? "guest perf" : "trace", d->o->name, d->hello.ncpus);
+		d->cpu_missing[k] = true;
+		return 0;
+	}
+	if (r < 0) {
+		log_error("cannot open %s: %s — the guest has %u CPUs; run 'trace-collector setup --name %s --cpus %u' "
+			  "(and give the VM the new ports), or pass --allow-partial to trace the CPUs that have ports",
+			  port_path(&d->data[k], true, path, sizeof(path)), strerror(-r), d->hello.ncpus,
+			  d->o->name, d->hello.ncpus);
+		return r;
+	}
+	if (d->kind == PORT_FIFO)
+		daemon_drain(&d->data[k]);
+	r = spool_new(d, cpu, perf, &d->data[k], d->s.dir, d->s.session_id, d->hello.page_size, &d->spools[k]);
+	if (r == 0)
+		r = spool_arm(d->spools[k], d->base);
+	if (r < 0)
+		log_error("cpu%u: cannot create %s/%scpu%u.spool: %s", cpu, d->s.dir, perf ? "perf-" : "", cpu,
+			  strerror(-r));
+	return r;
+}
+
+static int daemon_open_data(struct daemon *d)
+{
+	for (unsigned k = 0; k < 2 * COLLECTOR_MAX_CPUS; k++) {
+		int r = daemon_stream(d, k) ? daemon_open_stream(d, k) : 0;
+
+		if (r < 0)
 			return r;
-		}
-		if (d->kind == PORT_FIFO)
-			daemon_drain(&d->data[i]);
-		r = spool_new(d, i, &d->data[i], d->s.dir, d->s.session_id, d->hello.page_size, &d->spools[i]);
-		if (r == 0)
-			r = spool_arm(d->spools[i], d->base);
-		if (r < 0) {
-			log_error("cpu%u: cannot create %s/cpu%u.spool: %s", i, d->s.dir, i, strerror(-r));
-			return r;
-		}
 	}
 	return 0;
 }
@@ -217,8 +227,16 @@ static int daemon_choose_clock(struct daemon *d)
 	bool autom = !strcmp(want, "auto");
 	char why[PATH_MAX + 128];
 
+	/* Guest perf stamps records with a clock_gettime clock (mono here); the kvm method's x86-tsc
+	 * has none, so guest perf sessions use ptp (docs/protocol.md §3). */
+	if (!strcmp(want, "kvm") && d->o->perf.events) {
+		daemon_fail(d, "--clock kvm cannot be used with --guest-perf: guest perf records carry CLOCK_MONOTONIC "
+			       "times, which only the ptp method aligns; use --clock ptp (or auto)");
+		return -EINVAL;
+	}
 	if (autom)
-		want = kvm_debugfs_has(d->o->kvm_debugfs, d->s.qemu_pid) && clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
+		want = !d->o->perf.events && kvm_debugfs_has(d->o->kvm_debugfs, d->s.qemu_pid) &&
+		       clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
 	if (!strcmp(want, "kvm") && clocksync_kvm_begin(&d->clk, d->s.dir, d->o->kvm_debugfs, d->s.qemu_pid, why, sizeof(why)) < 0) {
 		if (!autom) {
 			daemon_fail(d, "--clock kvm: %s", why);
@@ -285,7 +303,7 @@ static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
 		return;
 	}
 	agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb, d->o->tracer,
-			     d->o->ftrace_filter, d->o->flush_ms);
+			     d->o->ftrace_filter, d->o->flush_ms, &d->o->perf);
 	daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 }
 
@@ -362,10 +380,39 @@ static unsigned daemon_missing_cpus(struct daemon *d, const struct vt_msg *m, ch
 	return missing;
 }
 
+/* The same for the perf streams (--guest-perf): PERF_STATS of START's OK. */
+static unsigned daemon_missing_perf(struct daemon *d, const struct vt_msg *m, char *why, size_t size)
+{
+	struct vt_perf_stats st[COLLECTOR_MAX_CPUS];
+	unsigned n = 0, missing = 0;
+	size_t wat = strlen(why);
+
+	if (!d->o->perf.events)
+		return 0;
+	if (agentctl_parse_perf_stats(m, st, d->s.ncpus, &n) < 0)
+		n = 0; /* an agent without guest perf: every CPU fails below */
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		unsigned k = SPOOL_INDEX(i, true);
+		int e = i < n ? st[i].error : -EPROTONOSUPPORT;
+
+		if (!d->cpu_missing[k] && (e == 0 || e == -ENXIO))
+			continue;
+		if (d->cpu_missing[k] && (e == 0 || e == -ENXIO))
+			e = -ENOENT;
+		d->cpu_missing[k] = true;
+		missing++;
+		if (wat < size)
+			wat += (size_t)snprintf(why + wat, size - wat, "%sperf cpu%u (%s)", wat ? ", " : "", i,
+						e < 0 && e > -4096 ? strerror(-e) : "bad error code");
+	}
+	return missing;
+}
+
 static void daemon_on_started(struct daemon *d, const struct vt_msg *m)
 {
 	char why[1024] = "";
 	unsigned missing = daemon_missing_cpus(d, m, why, sizeof(why));
+	unsigned perf_missing = daemon_missing_perf(d, m, why, sizeof(why));
 
 	if (missing && !d->o->allow_partial)
 		return daemon_fail(d, "start failed: %u of %u guest CPUs cannot stream: %s. Their trace-path "
@@ -373,8 +420,14 @@ static void daemon_on_started(struct daemon *d, const struct vt_msg *m)
 				   "spreads the ports over several virtio-serial controllers), update the VM's "
 				   "arguments or domain and restart it; or pass --allow-partial to trace the other CPUs",
 				   missing, d->s.ncpus, why);
-	if (missing)
-		log_warn("tracing without %u of %u guest CPUs (--allow-partial): %s", missing, d->s.ncpus, why);
+	if (perf_missing && !d->o->allow_partial)
+		return daemon_fail(d, "start failed: guest perf cannot stream from %u of %u guest CPUs: %s. A missing "
+				   "perf-path port needs 'trace-collector setup' for this VM (it creates the perf "
+				   "ports) and a VM restart; an agent without guest perf needs updating; or pass "
+				   "--allow-partial", perf_missing, d->s.ncpus, why);
+	if (missing || perf_missing)
+		log_warn("tracing without %u of %u guest CPUs and guest perf of %u (--allow-partial): %s", missing,
+			 d->s.ncpus, perf_missing, why);
 	session_set_state(&d->s, "tracing");
 	daemon_set_phase(d, PH_TRACING, 0);
 	d->started_ok = true;
@@ -391,6 +444,8 @@ static void daemon_on_stopped(struct daemon *d, const struct vt_msg *m)
 
 	if (r < 0)
 		log_warn("agent-ctl-path: 'stopped' frame refused: %s", strerror(-r));
+	if (d->o->perf.events && agentctl_parse_perf_stats(m, d->perf_stats, d->s.ncpus, &d->n_perf_stats) < 0)
+		log_warn("agent-ctl-path: 'stopped' frame has no usable guest perf counters");
 	d->stopped_msg = true;
 }
 
@@ -412,7 +467,7 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 	case PH_RESET:
 		if (t == VT_MSG_STOPPED || t == VT_MSG_ERROR) {
 			agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb, d->o->tracer,
-			     d->o->ftrace_filter, d->o->flush_ms);
+			     d->o->ftrace_filter, d->o->flush_ms, &d->o->perf);
 			return daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 		}
 		break;
@@ -511,10 +566,10 @@ static uint64_t daemon_spool_total(const struct daemon *d)
 	struct spool_stats st;
 	uint64_t total = 0;
 
-	for (unsigned i = 0; i < d->s.ncpus; i++) {
-		if (!d->spools[i])
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
+		if (!d->spools[k])
 			continue;
-		spool_stats(d->spools[i], &st);
+		spool_stats(d->spools[k], &st);
 		total += st.spooled;
 	}
 	return total;
@@ -522,29 +577,32 @@ static uint64_t daemon_spool_total(const struct daemon *d)
 
 static void daemon_discard_all(struct daemon *d)
 {
-	for (unsigned i = 0; i < d->s.ncpus; i++)
-		if (d->spools[i])
-			spool_discard(d->spools[i]);
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++)
+		if (d->spools[k])
+			spool_discard(d->spools[k]);
 }
 
-void daemon_spool_error(struct daemon *d, unsigned cpu, int err)
+void daemon_spool_error(struct daemon *d, unsigned k, int err)
 {
+	unsigned cpu = k % COLLECTOR_MAX_CPUS;
+	const char *pre = k < COLLECTOR_MAX_CPUS ? "" : "perf-";
 	char reason[128];
 
 	if (err == -EPIPE || err == -ECONNRESET) {
-		d->data_gone[cpu] = true;
-		log_warn("cpu%u: trace-path-cpu%u closed (QEMU gone?)", cpu, cpu);
+		d->data_gone[k] = true;
+		log_warn("cpu%u: %s%u closed (QEMU gone?)", cpu, daemon_stream_port(k), cpu);
 		return;
 	}
-	log_error("cpu%u: cannot write %s/cpu%u.spool: %s — stopping; what was spooled is kept",
-		  cpu, d->s.dir, cpu, strerror(-err));
+	log_error("cpu%u: cannot write %s/%scpu%u.spool: %s — stopping; what was spooled is kept",
+		  cpu, d->s.dir, pre, cpu, strerror(-err));
 	session_release_reserve(&d->s); /* room for session.ini and the stop's files */
-	snprintf(reason, sizeof(reason), "%s writing cpu%u.spool", err == -ENOSPC ? "disk full" : strerror(-err), cpu);
+	snprintf(reason, sizeof(reason), "%s writing %scpu%u.spool", err == -ENOSPC ? "disk full" : strerror(-err),
+		 pre, cpu);
 	daemon_discard_all(d);
 	daemon_stop_begin(d, reason);
 }
 
-void daemon_spool_progress(struct daemon *d, unsigned cpu)
+void daemon_spool_progress(struct daemon *d, unsigned k)
 {
 	char reason[128];
 
@@ -560,9 +618,11 @@ static bool daemon_all_ended(const struct daemon *d)
 {
 	struct spool_stats st;
 
-	for (unsigned i = 0; i < d->s.ncpus; i++) {
-		spool_stats(d->spools[i], &st);
-		if (!st.ended && !d->data_gone[i] && !d->cpu_missing[i])
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
+		if (!daemon_stream(d, k))
+			continue;
+		spool_stats(d->spools[k], &st);
+		if (!st.ended && !d->data_gone[k] && !d->cpu_missing[k])
 			return false;
 	}
 	return true;
@@ -630,11 +690,12 @@ static void daemon_finalize(struct daemon *d)
 	FILE *f;
 
 	session_release_reserve(&d->s);
-	for (unsigned i = 0; i < d->s.ncpus; i++) { /* the merge reads the files next */
-		int r = d->spools[i] ? spool_persist(d->spools[i]) : 0;
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) { /* the merge reads the files next */
+		int r = d->spools[k] ? spool_persist(d->spools[k]) : 0;
 
 		if (r < 0)
-			log_error("cpu%u: cannot write the last bytes of %s/cpu%u.spool: %s", i, d->s.dir, i, strerror(-r));
+			log_error("cpu%u: cannot write the last bytes of %s/%scpu%u.spool: %s", k % COLLECTOR_MAX_CPUS,
+				  d->s.dir, k < COLLECTOR_MAX_CPUS ? "" : "perf-", k % COLLECTOR_MAX_CPUS, strerror(-r));
 	}
 	d->s.stopped_mono_ns = util_now_ns(CLOCK_MONOTONIC);
 	daemon_set_phase(d, PH_STOPPED, 0);
@@ -817,11 +878,11 @@ static void daemon_reconnect(struct daemon *d)
 			d->next_hello_ns = 0;
 		}
 	}
-	for (unsigned i = 0; i < d->s.ncpus; i++) {
-		if (!d->data_gone[i] || !d->spools[i] || port_open(&d->data[i], false) < 0)
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
+		if (!d->data_gone[k] || !d->spools[k] || port_open(&d->data[k], false) < 0)
 			continue;
-		if (spool_rearm(d->spools[i], d->base) == 0)
-			d->data_gone[i] = false;
+		if (spool_rearm(d->spools[k], d->base) == 0)
+			d->data_gone[k] = false;
 	}
 }
 
@@ -847,9 +908,9 @@ static void daemon_tick(evutil_socket_t fd, short what, void *arg)
 	daemon_tick_phase(d, now);
 	daemon_tick_deadline(d, now);
 	if (now >= d->next_rate_ns) {
-		for (unsigned i = 0; i < d->s.ncpus; i++)
-			if (d->spools[i])
-				spool_rate_tick(d->spools[i], now);
+		for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++)
+			if (d->spools[k])
+				spool_rate_tick(d->spools[k], now);
 		d->next_rate_ns = now + SEC;
 		daemon_watch_qemu(d);
 		daemon_reconnect(d);
@@ -986,9 +1047,9 @@ static void daemon_free(struct daemon *d)
 			event_free(d->sigs[i]);
 	if (d->tick)
 		event_free(d->tick);
-	for (unsigned i = 0; i < COLLECTOR_MAX_CPUS; i++) {
-		spool_free(d->spools[i]);
-		port_close(&d->data[i]);
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
+		spool_free(d->spools[k]);
+		port_close(&d->data[k]);
 	}
 	agentctl_free(d->agent);
 	port_close(&d->ctl);
@@ -1044,8 +1105,8 @@ int daemon_run(const struct start_opts *o, int lock_fd, int notify_fd)
 	d->lock_fd = lock_fd;
 	d->notify_fd = notify_fd;
 	d->guest_dirfd = d->clk.samples_fd = d->clk.holdout_fd = -1;
-	for (unsigned i = 0; i < COLLECTOR_MAX_CPUS; i++)
-		d->data[i].rfd = d->data[i].wfd = -1;
+	for (unsigned k = 0; k < ARRAY_SIZE(d->data); k++)
+		d->data[k].rfd = d->data[k].wfd = -1;
 	d->ctl.rfd = d->ctl.wfd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	r = daemon_setup(d);

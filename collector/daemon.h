@@ -20,9 +20,10 @@ struct daemon {
 	struct event_base *base;
 	struct event *tick, *sigs[3];
 	enum port_kind kind;
-	struct port ctl, data[COLLECTOR_MAX_CPUS];
+	/* data ports and spools by SPOOL_INDEX: trace-path-cpuN at N, perf-path-cpuN at MAX + N */
+	struct port ctl, data[2 * COLLECTOR_MAX_CPUS];
 	struct agentctl *agent;
-	struct spool *spools[COLLECTOR_MAX_CPUS];
+	struct spool *spools[2 * COLLECTOR_MAX_CPUS];
 	struct hostperf *perf;
 	struct ctlsock *sock;
 	struct session_info s;
@@ -37,16 +38,30 @@ struct daemon {
 	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun, qemu_exited;
 	char stop_why[64];
 	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
-	bool data_gone[COLLECTOR_MAX_CPUS];
-	bool cpu_missing[COLLECTOR_MAX_CPUS]; /* no stream this session: never wait for its end marker */
+	bool data_gone[2 * COLLECTOR_MAX_CPUS];
+	bool cpu_missing[2 * COLLECTOR_MAX_CPUS]; /* no stream this session: never wait for its end marker */
 	struct vt_cpu_stats agent_stats[COLLECTOR_MAX_CPUS];
 	unsigned n_agent_stats;
+	struct vt_perf_stats perf_stats[COLLECTOR_MAX_CPUS]; /* STOPPED's PERF_STATS (--guest-perf) */
+	unsigned n_perf_stats;
 	uint64_t meta_refused, unexpected;
 	struct bufferevent *stop_client;
 	int exit_code;
 };
 
 /* One line to `start` waiting in the foreground: "dir PATH", then "ok" or "fail". */
+
+/* Whether stream k (SPOOL_INDEX) exists in this session: every CPU's trace-path, and its
+ * perf-path with --guest-perf. */
+static inline bool daemon_stream(const struct daemon *d, unsigned k)
+{
+	return k % COLLECTOR_MAX_CPUS < d->s.ncpus && (k < COLLECTOR_MAX_CPUS || d->o->perf.events);
+}
+/* "trace-path-cpu3" or "perf-path-cpu3". */
+static inline const char *daemon_stream_port(unsigned k)
+{
+	return k < COLLECTOR_MAX_CPUS ? "trace-path-cpu" : "perf-path-cpu";
+}
 
 /* Human names of the phases (status, logs). */
 extern const char *const daemon_phase_names[];

@@ -63,6 +63,9 @@ static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t wh
 			 MERGE_MAX_CPUS);
 		return -EBADMSG;
 	}
+	if (ini_u64(ini, "guest_perf_freq", VT_PERF_FREQ_MAX, &pid) == 0)
+		g->perf_freq = (uint32_t)pid;
+	pid = 0;
 	(void)ini_u64(ini, "qemu_pid", INT32_MAX, &pid);
 	(void)ini_u64(ini, "started_mono_ns", UINT64_MAX, &g->started_ns);
 	(void)ini_u64(ini, "stopped_mono_ns", UINT64_MAX, &g->stopped_ns);
@@ -73,6 +76,8 @@ static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t wh
 	g->session_read = true;
 	if (ini_get(ini, "host_data", g->host_data, sizeof(g->host_data)) < 0)
 		g->host_data[0] = '\0';
+	if (ini_get(ini, "guest_perf", g->perf_events, sizeof(g->perf_events)) < 0)
+		g->perf_events[0] = '\0';
 	if (ini_get(ini, "missing_cpus", g->missing_cpus, sizeof(g->missing_cpus)) < 0 ||
 	    strspn(g->missing_cpus, "0123456789,") != strlen(g->missing_cpus))
 		g->missing_cpus[0] = '\0';

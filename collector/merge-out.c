@@ -49,8 +49,9 @@ int merge_out_attrs(struct merge_ctx *m)
 {
 	struct merge_guest *g = &m->guest;
 	size_t nh = m->host.present ? m->host.n_attrs : 0, ng = g->present ? g->n_events : 0;
+	size_t np = m->gp.present ? m->gp.n_events : 0;
 
-	m->attrs = calloc(nh + ng + 1, sizeof(*m->attrs));
+	m->attrs = calloc(nh + ng + np + 1, sizeof(*m->attrs));
 	if (!m->attrs)
 		return -ENOMEM;
 	for (size_t i = 0; i < nh; i++)
@@ -74,7 +75,17 @@ int merge_out_attrs(struct merge_ctx *m)
 		for (uint32_t c = 0; c < g->ncpus; c++)
 			a->ids[c] = guest_id(g, e, c);
 	}
-	m->n_attrs = nh + ng;
+	merge_gperf_attrs(m, &m->attrs[nh + ng]);
+	for (size_t e = 0; e < np; e++) {
+		struct perf_attr_ids *a = &m->attrs[nh + ng + e];
+
+		a->ids = calloc(g->ncpus, 8);
+		if (!a->ids)
+			return -ENOMEM;
+		for (uint32_t c = 0; c < g->ncpus; c++)
+			a->ids[c] = guest_id(g, ng + e, c);
+	}
+	m->n_attrs = nh + ng + np;
 	return 0;
 }
 
@@ -134,7 +145,7 @@ static int out_kernel_mmap(struct merge_ctx *m)
 int merge_out_guest_index(struct merge_ctx *m)
 {
 	const struct merge_guest *g = &m->guest;
-	size_t total = g->present ? g->n_events * g->ncpus : 0;
+	size_t total = g->present ? (g->n_events + (m->gp.present ? m->gp.n_events : 0)) * g->ncpus : 0;
 	int r = 0;
 
 	m->index_done = true;
@@ -356,6 +367,8 @@ static int event_desc(struct merge_ctx *m, struct buf *b)
 
 		if (i < nh)
 			snprintf(name, sizeof(name), "%s", names[i] ? names[i] : "unknown");
+		else if (i >= nh + m->guest.n_events)
+			merge_gperf_name(&m->gp, i - nh - m->guest.n_events, name, sizeof(name));
 		else
 			snprintf(name, sizeof(name), "guest_%s:%s", m->guest.events[i - nh].sys,
 				 m->guest.events[i - nh].fmt.name);

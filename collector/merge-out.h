@@ -10,6 +10,7 @@ struct merge_ctx {
 	struct merge_host host;
 	struct merge_guest guest;
 	struct merge_vcpu vcpu;
+	struct merge_gperf gp;
 	struct perf_writer *w;
 	struct tracing_data td;
 	bool have_td;
@@ -32,3 +33,8 @@ int merge_out_guest(struct merge_ctx *m, struct guest_cpu *c);
 /* Final round marker, features, attrs, header. */
 int merge_out_finish(struct merge_ctx *m);
 void merge_out_free(struct merge_ctx *m);
+/* merge.c: writes one record, FINISHED_ROUND markers between timed ones (ts 0: untimed). */
+int merge_emit(struct merge_ctx *m, const void *rec, uint64_t ts);
+/* merge-gperf.c: writes c's head record, converted; the guest perf attrs (ids set by the caller). */
+int merge_gperf_emit(struct merge_ctx *m, struct gperf_cpu *c);
+void merge_gperf_attrs(struct merge_ctx *m, struct perf_attr_ids *out);

@@ -44,7 +44,7 @@ static int host_path(const struct merge_options *o, const struct merge_guest *g,
 }
 
 /* Emits one record; counts timed ones and writes FINISHED_ROUND markers between them. */
-static int emit(struct merge_ctx *m, const void *rec, uint64_t ts)
+int merge_emit(struct merge_ctx *m, const void *rec, uint64_t ts)
 {
 	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
 	int r = perf_writer_record(m->w, rec);
@@ -77,7 +77,7 @@ static int emit_host(struct merge_ctx *m, struct host_rec *q, bool immediate)
 	if (!immediate && h->type == PERF_RECORD_SAMPLE)
 		merge_vcpu_host(&m->vcpu, &m->host, h);
 	m->host_written += h->type == PERF_RECORD_SAMPLE;
-	return emit(m, q->data, immediate ? 0 : q->ts);
+	return merge_emit(m, q->data, immediate ? 0 : q->ts);
 }
 
 /* The guest CPU whose head is earliest, or NULL. */
@@ -100,13 +100,30 @@ static struct guest_cpu *guest_min(struct merge_ctx *m, uint64_t *ret_ts)
 	return best;
 }
 
+/* The guest perf stream whose head is earliest, or NULL. */
+static struct gperf_cpu *gperf_min(struct merge_ctx *m, uint64_t *ret_ts)
+{
+	struct gperf_cpu *best = NULL;
+	uint64_t bt = UINT64_MAX;
+
+	for (uint32_t i = 0; m->gp.present && i < m->gp.ncpus_total; i++) {
+		struct gperf_cpu *c = &m->gp.cpus[i];
+
+		if (merge_gperf_peek(&m->gp, &m->guest, c) && c->head_ts < bt)
+			bt = c->head_ts, best = c;
+	}
+	*ret_ts = bt;
+	return best;
+}
+
 static int merge_loop(struct merge_ctx *m)
 {
 	for (;;) {
 		struct host_rec *q = NULL;
 		bool imm = false;
-		uint64_t gts;
+		uint64_t gts, pts;
 		struct guest_cpu *c;
+		struct gperf_cpu *pc;
 		int r = m->host.present ? merge_host_peek(&m->host, &q, &imm) : 0;
 
 		if (r < 0)
@@ -120,7 +137,12 @@ static int merge_loop(struct merge_ctx *m)
 			continue;
 		}
 		c = guest_min(m, &gts);
-		if (q && (!c || q->ts <= gts)) {
+		pc = gperf_min(m, &pts);
+		if (pc && pts < gts && (!q || pts < q->ts)) {
+			if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
+				return r;
+			r = merge_gperf_emit(m, pc);
+		} else if (q && (!c || q->ts <= gts)) {
 			merge_host_take(&m->host);
 			r = emit_host(m, q, false);
 			free(q);
@@ -270,6 +292,7 @@ static void summary(const struct merge_ctx *m, const char *out)
 		printf("  vm pid: qemu_pid unknown, stand-in machine_pid %" PRIu64 " used\n", m->guest.machine_pid);
 	else if (m->guest.present)
 		printf("  vm pid: %" PRIu64 "\n", m->guest.machine_pid);
+	merge_gperf_summary(&m->gp);
 	summary_clock(&m->guest);
 	summary_vcpu(m);
 	summary_build_id(&m->guest);
@@ -339,6 +362,8 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		return r;
 	if (m->guest.present && (r = merge_guest_scan(&m->guest)) < 0)
 		return r;
+	if ((r = merge_gperf_load(&m->gp, &m->guest, o->session_dir)) < 0)
+		return r;
 	return merge_out_attrs(m);
 }
 
@@ -380,6 +405,7 @@ out:
 	merge_out_free(m);
 	merge_host_free(&m->host);
 	merge_guest_free(&m->guest);
+	merge_gperf_free(&m->gp);
 	merge_vcpu_free(&m->vcpu);
 	return r;
 }

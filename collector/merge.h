@@ -12,6 +12,8 @@
 #include "clock_kvm.h"
 #include "elf_notes.h"
 #include "ftrace_page.h"
+#include "marker.h"
+#include "perf_events.h"
 #include "perf_file.h"
 #include "tep_format.h"
 
@@ -112,7 +114,10 @@ struct merge_guest {
 	uint8_t build_id[ELF_NOTES_BUILD_ID_MAX];
 	size_t build_id_len;       /* 0: none (notes_why says why) */
 	char notes_why[96];
-	uint64_t id_base; /* sample id of (event e, vcpu c) = id_base + e * ncpus + c */
+	uint64_t id_base; /* sample id of (event e, vcpu c) = id_base + e * ncpus + c; guest perf
+			   * events follow the tracepoints: e = n_events + perf event index */
+	char perf_events[512]; /* session.ini guest_perf: "" = no guest perf */
+	uint32_t perf_freq;
 	struct merge_losses loss;
 };
 
@@ -213,6 +218,50 @@ int merge_host_peek(struct merge_host *h, struct host_rec **ret, bool *ret_immed
 /* Consumes the record peek returned (the caller owns it and frees it). */
 void merge_host_take(struct merge_host *h);
 void merge_host_free(struct merge_host *h);
+
+/* merge-gperf.c: the guest perf streams (perf-cpuN.spool), one record at a time per vCPU. */
+/* Offsets of the fields the conversion rewrites in a record; 0 = none. */
+struct gperf_layout {
+	uint16_t id, time, cpu;   /* the sample's, or the sample_id trailer's */
+	uint16_t id2, id3, time2; /* LOST/THROTTLE inner ids, FORK/EXIT/THROTTLE inner time */
+};
+
+struct gperf_cpu {
+	uint32_t cpu;
+	int fd;
+	bool done, ended;
+	uint8_t *buf;                 /* the spool from file_off, len bytes, next record at off */
+	size_t cap, len, off;
+	uint64_t file_off;
+	uint32_t nr_ids;
+	uint64_t ids[VT_PERF_MAX_EVENTS]; /* the begin marker's: index = event */
+	struct vt_perf_stats end;     /* the end marker's */
+	uint8_t *rec;                 /* the head record, being converted */
+	bool head_valid;
+	uint32_t head_ev;
+	uint64_t head_ts, last_ts;
+	struct gperf_layout lay;
+	uint64_t stale, skipped, bytes, samples;
+};
+
+struct merge_gperf {
+	bool present;
+	const char *why; /* not merged, and why */
+	size_t n_events;
+	struct perf_event_spec ev[VT_PERF_MAX_EVENTS];
+	uint32_t ncpus_total, streams, dropped_cpus, no_end_cpus;
+	struct gperf_cpu *cpus;
+	uint64_t records, samples, lost_records, lost, bad_records, unknown_ids, reordered;
+};
+
+/* Opens every vCPU's perf spool of a session that asked for guest perf (session.ini guest_perf);
+ * a session without it leaves gp->present false. Only -ENOMEM is an error. */
+int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *dir);
+/* Fills c's head with the next valid record; false when the stream is exhausted. */
+bool merge_gperf_peek(struct merge_gperf *gp, struct merge_guest *g, struct gperf_cpu *c);
+void merge_gperf_name(const struct merge_gperf *gp, size_t e, char *buf, size_t len);
+void merge_gperf_summary(const struct merge_gperf *gp);
+void merge_gperf_free(struct merge_gperf *gp);
 
 /* Runs a whole merge and prints its summary; 0 or -errno (already logged). */
 /* 0, 1 when the output is written but the guest clock could not be aligned, or -errno. */

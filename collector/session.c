@@ -128,6 +128,9 @@ static void session_write_opts(FILE *f, const struct start_opts *o)
 	ini_str(f, "opt_host_data", o->host_data);
 	ini_argv(f, "opt_host_perf_args", o->host_perf_argv, o->host_perf_argc);
 	ini_str(f, "opt_kvm_debugfs", o->kvm_debugfs);
+	ini_str(f, "opt_guest_perf", o->perf.events ? o->perf.events : "");
+	ini_u64(f, "opt_guest_freq", o->perf.freq);
+	ini_u64(f, "opt_guest_perf_kb", o->perf.ring_kb);
 }
 
 int session_write(const struct session_info *s)
@@ -149,6 +152,9 @@ int session_write(const struct session_info *s)
 	ini_u64(f, "clock_samples", s->clock_samples);
 	ini_u64(f, "clock_error_bound_ns", s->clock_error_bound_ns);
 	ini_str(f, "events", s->events);
+	/* guest perf events (perf-cpuN.spool), in the agent's order; "" = none; the merge reads it */
+	ini_str(f, "guest_perf", s->opts && s->opts->perf.events ? s->opts->perf.events : "");
+	ini_u64(f, "guest_perf_freq", s->opts ? s->opts->perf.freq : 0);
 	ini_u64(f, "started_realtime_ns", s->started_realtime_ns);
 	ini_u64(f, "started_mono_ns", s->started_mono_ns);
 	ini_u64(f, "stopped_mono_ns", s->stopped_mono_ns);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* One CPU's data port into cpuN.spool, and the scan of what was spooled: this session's begin
- * marker, page heads and the end marker.
+/* One CPU's data port into cpuN.spool (perf-path-cpuN: perf-cpuN.spool), and the scan of what
+ * was spooled: this session's begin marker, page heads (perf: record heads) and the end marker.
  *
  * Why not splice into the file: the kernel's buffered file write (page-cache allocation and
  * copy) costs ~2.7 s of CPU per GB on these hosts, whatever moves the bytes (dd, cp, splice).
@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@
 struct spool {
 	struct daemon *d;
 	unsigned cpu;
+	bool perf;    /* perf-path-cpuN: records between perf markers, not ring pages */
 	struct port *port;
 	struct event *ev;
 	int fd;       /* cpuN.spool, whole blocks (O_DIRECT where the file system has it) */
@@ -57,7 +59,7 @@ static int spool_open_files(struct spool *s, const char *session_dir)
 {
 	char path[PATH_MAX + 32];
 
-	snprintf(path, sizeof(path), "%s/cpu%u.spool", session_dir, s->cpu);
+	snprintf(path, sizeof(path), "%s/%scpu%u.spool", session_dir, s->perf ? "perf-" : "", s->cpu);
 	s->tail_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (s->tail_fd < 0)
 		return -errno;
@@ -74,7 +76,7 @@ static int spool_open_files(struct spool *s, const char *session_dir)
 	return 0;
 }
 
-int spool_new(struct daemon *d, unsigned cpu, struct port *port, const char *session_dir,
+int spool_new(struct daemon *d, unsigned cpu, bool perf, struct port *port, const char *session_dir,
 	      uint64_t session_id, uint32_t page_size, struct spool **ret)
 {
 	struct spool *s = calloc(1, sizeof(*s));
@@ -82,8 +84,8 @@ int spool_new(struct daemon *d, unsigned cpu, struct port *port, const char *ses
 
 	if (!s)
 		return -ENOMEM;
-	*s = (struct spool){ .d = d, .cpu = cpu, .port = port, .fd = -1, .tail_fd = -1, .rfd = -1,
-			     .session_id = session_id, .page_size = page_size };
+	*s = (struct spool){ .d = d, .cpu = cpu, .perf = perf, .port = port, .fd = -1, .tail_fd = -1,
+			     .rfd = -1, .session_id = session_id, .page_size = page_size };
 	s->page = malloc(page_size);
 	r = s->page ? spool_open_files(s, session_dir) : -ENOMEM;
 	if (r < 0) {
@@ -193,7 +195,8 @@ static void spool_find_begin(struct spool *s)
 		if (s->scan_off + s->page_size > s->st.spooled ||
 		    spool_pread(s, s->page, s->page_size, s->scan_off) < 0)
 			return; /* wait for the whole page */
-		if (vt_marker_decode(s->page, s->page_size, &m) == 1 && m.kind == VT_MARKER_BEGIN &&
+		if (vt_marker_decode(s->page, s->page_size, &m) == 1 &&
+		    m.kind == (s->perf ? VT_MARKER_PERF_BEGIN : VT_MARKER_BEGIN) &&
 		    m.session_id == s->session_id && m.cpu == s->cpu) {
 			s->st.begun = true;
 			s->st.stale = s->scan_off;
@@ -258,11 +261,70 @@ static void spool_scan_pages(struct spool *s)
 	}
 }
 
+/* A perf marker at a record boundary: this session's end, or a marker that is not ours. */
+static void spool_perf_marker(struct spool *s)
+{
+	struct vt_marker m = { 0 };
+	struct vt_perf_marker pm;
+
+	if (spool_pread(s, s->page, s->page_size, s->scan_off) == 0 &&
+	    vt_marker_decode(s->page, s->page_size, &m) == 1 && m.kind == VT_MARKER_PERF_END &&
+	    m.session_id == s->session_id && m.cpu == s->cpu &&
+	    vt_marker_decode_perf(s->page, s->page_size, &m, &pm) == 0) {
+		s->st.ended = true;
+		s->st.perf_end = pm.stats;
+		return;
+	}
+	s->st.bad_markers++;
+	s->scan_off += 8; /* not ours: walk on (the merge validates again) */
+}
+
+/* After a perf begin marker: one 8-byte header per record (the LOST count too); records are
+ * validated again by the merge, here they are only counted. A size that cannot be a record's
+ * moves on by 8 bytes (counted). */
+static void spool_scan_records(struct spool *s)
+{
+	uint8_t head[24];
+
+	while (!s->st.ended && s->scan_off + 8 <= s->st.spooled) {
+		uint32_t type;
+		uint16_t size;
+
+		if (spool_pread(s, head, 8, s->scan_off) < 0)
+			return;
+		if (get_le64(head) == VT_MARKER_MAGIC) {
+			if (s->scan_off + s->page_size > s->st.spooled)
+				return; /* wait for the whole marker */
+			spool_perf_marker(s);
+			continue;
+		}
+		memcpy(&type, head, 4), memcpy(&size, head + 6, 2);
+		type = le32toh(type), size = le16toh(size);
+		if (size < 8 || size % 8) {
+			s->st.bad_pages++;
+			s->scan_off += 8;
+			continue;
+		}
+		if (s->scan_off + size > s->st.spooled)
+			return;
+		s->st.records++;
+		s->st.data_bytes += size;
+		s->st.samples += type == PERF_RECORD_SAMPLE;
+		if (type == PERF_RECORD_LOST && size >= 24 && spool_pread(s, head, 24, s->scan_off) == 0) {
+			s->st.lost_records++;
+			s->st.lost += get_le64(head + 16);
+		}
+		s->scan_off += size;
+	}
+}
+
 static void spool_scan(struct spool *s)
 {
 	if (!s->st.begun)
 		spool_find_begin(s);
-	if (s->st.begun)
+	if (s->st.begun && s->perf)
+		spool_scan_records(s);
+	else if (s->st.begun)
 		spool_scan_pages(s);
 }
 
@@ -272,7 +334,7 @@ static void spool_write_failed(struct spool *s, int err)
 	s->fill = s->persisted; /* what the file does not have is gone */
 	s->st.spooled = s->flushed + s->persisted;
 	s->discard = true;
-	daemon_spool_error(s->d, s->cpu, err);
+	daemon_spool_error(s->d, SPOOL_INDEX(s->cpu, s->perf), err);
 }
 
 /* One read of the port into the buffer: bytes read, 0 when it has nothing now (EAGAIN), or
@@ -317,7 +379,7 @@ void spool_poll(struct spool *s)
 		if (n < 0) {
 			if (s->ev)
 				event_del(s->ev);
-			daemon_spool_error(s->d, s->cpu, (int)n);
+			daemon_spool_error(s->d, SPOOL_INDEX(s->cpu, s->perf), (int)n);
 			break;
 		}
 		if (s->discard)
@@ -325,12 +387,12 @@ void spool_poll(struct spool *s)
 		spool_scan(s); /* while the bytes are in the buffer */
 		if (s->fill == SPOOL_BUF && (r = spool_write_block(s)) < 0)
 			spool_write_failed(s, r);
-		daemon_spool_progress(s->d, s->cpu); /* limits act within one wake-up */
+		daemon_spool_progress(s->d, SPOOL_INDEX(s->cpu, s->perf)); /* limits act within one wake-up */
 	}
 	if (!s->discard && s->persisted < s->fill &&
 	    util_now_ns(CLOCK_MONOTONIC) - s->persist_ns >= PERSIST_NS && (r = spool_persist(s)) < 0)
 		spool_write_failed(s, r);
-	daemon_spool_progress(s->d, s->cpu);
+	daemon_spool_progress(s->d, SPOOL_INDEX(s->cpu, s->perf));
 }
 
 int spool_arm(struct spool *s, struct event_base *base)

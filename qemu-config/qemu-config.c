@@ -46,13 +46,14 @@ bool qemu_config_dir_ok(const char *dir)
 
 unsigned qemu_config_nports(const struct qemu_config *qc)
 {
-	return qc->ncpus + 1;
+	return qc->ncpus * (qc->perf ? 2 : 1) + 1;
 }
 
-int qemu_config_port_name(unsigned i, char *buf, size_t len)
+int qemu_config_port_name(const struct qemu_config *qc, unsigned i, char *buf, size_t len)
 {
-	int n = i == 0 ? snprintf(buf, len, "%s", QEMU_CONFIG_CTL_PORT)
-		       : snprintf(buf, len, "%s%u", QEMU_CONFIG_DATA_PORT, i - 1);
+	int n = i == 0		   ? snprintf(buf, len, "%s", QEMU_CONFIG_CTL_PORT)
+		: i <= qc->ncpus ? snprintf(buf, len, "%s%u", QEMU_CONFIG_DATA_PORT, i - 1)
+				   : snprintf(buf, len, "%s%u", QEMU_CONFIG_PERF_PORT, i - 1 - qc->ncpus);
 
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
 }
@@ -62,7 +63,7 @@ int qemu_config_port_path(const struct qemu_config *qc, unsigned i, char *buf, s
 	char name[32];
 	int n;
 
-	if (qemu_config_port_name(i, name, sizeof(name)) < 0)
+	if (qemu_config_port_name(qc, i, name, sizeof(name)) < 0)
 		return -ENOBUFS;
 	n = snprintf(buf, len, "%s/%s%s", qc->dir, name, qc->transport == QEMU_CONFIG_SOCKET ? ".sock" : "");
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
@@ -162,7 +163,7 @@ static int push_port(struct argv_vec *a, const struct qemu_config *qc, unsigned 
 	int r;
 
 	chardev_id(i, id, sizeof(id));
-	if (qemu_config_port_name(i, name, sizeof(name)) < 0 ||
+	if (qemu_config_port_name(qc, i, name, sizeof(name)) < 0 ||
 	    qemu_config_port_path(qc, i, path, sizeof(path)) < 0)
 		return -ENOBUFS;
 	r = argv_push(a, "-chardev");
@@ -269,7 +270,7 @@ static void xml_channel(FILE *f, const struct qemu_config *qc, unsigned i)
 {
 	char name[32], path[4096];
 
-	qemu_config_port_name(i, name, sizeof(name));
+	qemu_config_port_name(qc, i, name, sizeof(name));
 	qemu_config_port_path(qc, i, path, sizeof(path));
 	if (qc->transport == QEMU_CONFIG_PIPE)
 		fprintf(f, "<channel type='pipe'>\n  <source path='%s'/>\n", path);

@@ -7,6 +7,7 @@
 
 #define QEMU_CONFIG_CTL_PORT "agent-ctl-path"
 #define QEMU_CONFIG_DATA_PORT "trace-path-cpu" /* + CPU number */
+#define QEMU_CONFIG_PERF_PORT "perf-path-cpu"  /* + CPU number: guest perf (start --guest-perf) */
 #define QEMU_CONFIG_DEFAULT_DIR "/var/lib/virtio-trace"
 #define QEMU_CONFIG_MAX_CPUS 256
 #define QEMU_CONFIG_MAX_VM_NAME 64
@@ -33,6 +34,7 @@ struct qemu_config {
 	const char *dir;  /* absolute per-VM dir, characters [A-Za-z0-9_./+@:-] */
 	unsigned ncpus;   /* 1 .. QEMU_CONFIG_MAX_CPUS */
 	enum qemu_config_transport transport;
+	bool perf;        /* also a perf-path-cpuN port per CPU (setup's default) */
 };
 
 /* Virtio-serial controllers the ports are spread over, and port i's controller. */
@@ -46,10 +48,11 @@ bool qemu_config_vm_name_ok(const char *name);
 bool qemu_config_dir_ok(const char *dir);
 /* 0, or -EINVAL (name or dir), -ERANGE (ncpus), -ENAMETOOLONG (socket path past sun_path). */
 int qemu_config_check(const struct qemu_config *qc);
-/* Number of ports: the control port plus one per CPU. */
+/* Number of ports: the control port plus one per CPU (two with perf). */
 unsigned qemu_config_nports(const struct qemu_config *qc);
-/* Guest name of port i: 0 is agent-ctl-path, i is trace-path-cpu(i-1). 0 or -ENOBUFS. */
-int qemu_config_port_name(unsigned i, char *buf, size_t len);
+/* Guest name of port i: 0 is agent-ctl-path, 1..ncpus trace-path-cpu(i-1), then (perf)
+ * perf-path-cpu(i-1-ncpus). 0 or -ENOBUFS. */
+int qemu_config_port_name(const struct qemu_config *qc, unsigned i, char *buf, size_t len);
 /* Host path of port i: DIR/NAME for pipes (QEMU opens NAME.in and NAME.out),
  * DIR/NAME.sock for sockets. 0 or -ENOBUFS. */
 int qemu_config_port_path(const struct qemu_config *qc, unsigned i, char *buf, size_t len);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Fuzz target: a data port's bytes through the spool (splice into a spool file, then the
- * scan for this session's markers and the page heads). First 8 bytes: session id. */
+/* Fuzz target: a data port's bytes through the spool (read into a spool file, then the
+ * scan for this session's markers and the page heads), once as a trace-path stream and once
+ * as a perf-path stream (record heads). First 8 bytes: session id. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,7 +18,7 @@ void daemon_spool_progress(struct daemon *d, unsigned cpu) {}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void fuzz_spool(const uint8_t *data, size_t size, bool perf)
 {
 	char dir[] = "/tmp/vt-fuzz-spool.XXXXXX", path[64];
 	struct port port = { .rfd = -1, .wfd = -1 };
@@ -25,13 +27,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t sid = 0;
 	int p[2];
 
-	if (size < 8 || !mkdtemp(dir))
-		return 0;
+	if (!mkdtemp(dir))
+		return;
 	memcpy(&sid, data, 8);
 	if (pipe2(p, O_NONBLOCK) == 0) {
 		fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
 		port.rfd = p[0];
-		if (spool_new(NULL, 0, &port, dir, sid, 4096, &s) == 0) {
+		if (spool_new(NULL, 0, perf, &port, dir, sid, 4096, &s) == 0) {
 			size_t off = 8;
 
 			/* Feed in pieces so partial pages and markers split across reads occur. */
@@ -49,14 +51,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			spool_stats(s, &st);
 			if (st.pages > st.spooled / 4096 + 1)
 				abort(); /* the scan counted pages that are not there */
+			if (st.records > st.spooled / 8 || st.data_bytes > st.spooled || st.samples > st.records)
+				abort(); /* records that are not there */
 			spool_free(s);
 		}
 		close(p[0]);
 		if (p[1] >= 0)
 			close(p[1]);
 	}
-	snprintf(path, sizeof(path), "%s/cpu0.spool", dir);
+	snprintf(path, sizeof(path), "%s/%scpu0.spool", dir, perf ? "perf-" : "");
 	unlink(path);
 	rmdir(dir);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (size < 8)
+		return 0;
+	fuzz_spool(data, size, false);
+	fuzz_spool(data, size, true);
 	return 0;
 }

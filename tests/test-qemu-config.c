@@ -82,13 +82,25 @@ TEST(port_names_and_paths)
 	char buf[64];
 
 	CHECK_INT(qemu_config_nports(&qc), ==, 3);
-	CHECK_INT(qemu_config_port_name(0, buf, sizeof(buf)), ==, 0);
+	CHECK_INT(qemu_config_port_name(&qc, 0, buf, sizeof(buf)), ==, 0);
 	CHECK_STR(buf, "agent-ctl-path");
-	CHECK_INT(qemu_config_port_name(2, buf, sizeof(buf)), ==, 0);
+	CHECK_INT(qemu_config_port_name(&qc, 2, buf, sizeof(buf)), ==, 0);
 	CHECK_STR(buf, "trace-path-cpu1");
-	CHECK_INT(qemu_config_port_name(256, buf, sizeof(buf)), ==, 0);
+	qc.ncpus = 256;
+	CHECK_INT(qemu_config_port_name(&qc, 256, buf, sizeof(buf)), ==, 0);
 	CHECK_STR(buf, "trace-path-cpu255");
-	CHECK_INT(qemu_config_port_name(2, buf, 8), ==, -ENOBUFS);
+	qc.ncpus = 2;
+	CHECK_INT(qemu_config_port_name(&qc, 2, buf, 8), ==, -ENOBUFS);
+	/* perf ports follow the trace ports */
+	qc.perf = true;
+	CHECK_INT(qemu_config_nports(&qc), ==, 5);
+	CHECK_INT(qemu_config_port_name(&qc, 2, buf, sizeof(buf)), ==, 0);
+	CHECK_STR(buf, "trace-path-cpu1");
+	CHECK_INT(qemu_config_port_name(&qc, 3, buf, sizeof(buf)), ==, 0);
+	CHECK_STR(buf, "perf-path-cpu0");
+	CHECK_INT(qemu_config_port_name(&qc, 4, buf, sizeof(buf)), ==, 0);
+	CHECK_STR(buf, "perf-path-cpu1");
+	qc.perf = false;
 	CHECK_INT(qemu_config_port_path(&qc, 1, buf, sizeof(buf)), ==, 0);
 	CHECK_STR(buf, "/srv/vt/vm1/trace-path-cpu0");
 	qc.transport = QEMU_CONFIG_SOCKET;

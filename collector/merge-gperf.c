@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The merge's guest perf source: each vCPU's perf-cpuN.spool (docs/protocol.md §3), read one
+ * record at a time, validated (the guest is hostile), and written as perf's guest machine: ids
+ * remapped above the guest tracepoints', times converted with the guest clock, the sample cpu
+ * the host CPU of the vCPU thread, cpumode GUEST_KERNEL / GUEST_USER (docs/perf-data.md). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "merge.h"
+#include "merge-out.h"
+#include "perf_writer.h"
+#include "util.h"
+
+#define GP_BUF_MIN (256u << 10)
+#define GP_REC_MAX 65536
+
+static void gp_cpu_close(struct gperf_cpu *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->done = true;
+}
+
+/* Makes n bytes available at c->buf + c->off; false at the end of the file. */
+static bool gp_need(struct merge_guest *g, struct gperf_cpu *c, size_t n)
+{
+	while (c->len - c->off < n) {
+		ssize_t r;
+
+		if (c->off) {
+			memmove(c->buf, c->buf + c->off, c->len - c->off);
+			c->file_off += c->off;
+			c->len -= c->off;
+			c->off = 0;
+		}
+		r = pread(c->fd, c->buf + c->len, c->cap - c->len, (off_t)(c->file_off + c->len));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		c->len += (size_t)r;
+		g->loss.bytes_read += (uint64_t)r;
+	}
+	return true;
+}
+
+/* This session's perf begin marker at any byte offset: what precedes it is stale. */
+static bool gp_find_begin(struct merge_guest *g, struct gperf_cpu *c)
+{
+	static const uint8_t magic[8] = { 'V', 'I', 'R', 'T', 'M', 'A', 'R', 'K' };
+
+	while (gp_need(g, c, g->page_size)) {
+		const uint8_t *hit = memmem(c->buf + c->off, c->len - c->off, magic, 8);
+		struct vt_marker m;
+		struct vt_perf_marker pm;
+
+		if (!hit) {
+			c->stale += c->len - c->off - 7;
+			c->off = c->len - 7;
+			continue;
+		}
+		c->stale += (uint64_t)(hit - (c->buf + c->off));
+		c->off = (size_t)(hit - c->buf);
+		if (!gp_need(g, c, g->page_size))
+			return false;
+		if (vt_marker_decode(c->buf + c->off, g->page_size, &m) == 1 && m.kind == VT_MARKER_PERF_BEGIN &&
+		    m.session_id == g->session_id && m.cpu == c->cpu &&
+		    vt_marker_decode_perf(c->buf + c->off, g->page_size, &m, &pm) == 0) {
+			c->nr_ids = pm.nr_ids;
+			memcpy(c->ids, pm.ids, sizeof(c->ids));
+			c->off += g->page_size;
+			return true;
+		}
+		c->off++, c->stale++;
+	}
+	return false;
+}
+
+static int gp_open_cpu(struct merge_guest *g, int dfd, struct gperf_cpu *c)
+{
+	char name[48];
+
+	snprintf(name, sizeof(name), "perf-cpu%u.spool", c->cpu);
+	c->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	if (c->fd < 0)
+		return -errno;
+	c->cap = MAX(GP_BUF_MIN, 2 * g->page_size);
+	c->buf = malloc(c->cap);
+	c->rec = malloc(GP_REC_MAX);
+	if (!c->buf || !c->rec)
+		return -ENOMEM;
+	return gp_find_begin(g, c) ? 0 : -ENODATA;
+}
+
+int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *dir)
+{
+	_cleanup_close_ int dfd = -1;
+	char bad[80];
+
+	if (!g->present || !g->perf_events[0])
+		return 0;
+	if (perf_events_parse(g->perf_events, gp->ev, &gp->n_events, bad, sizeof(bad)) < 0 || !gp->n_events) {
+		gp->why = "session.ini's guest_perf names no known perf event";
+		return 0;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	gp->cpus = calloc(g->ncpus, sizeof(*gp->cpus));
+	if (dfd < 0 || !gp->cpus)
+		return dfd < 0 ? -errno : -ENOMEM;
+	gp->ncpus_total = g->ncpus;
+	for (uint32_t i = 0; i < g->ncpus; i++) {
+		struct gperf_cpu *c = &gp->cpus[i];
+		int r;
+
+		c->cpu = i;
+		c->fd = -1;
+		r = gp_open_cpu(g, dfd, c);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			gp->dropped_cpus++;
+			gp_cpu_close(c);
+			continue;
+		}
+		gp->streams++;
+	}
+	gp->present = true;
+	return 0;
+}
+
+/* A string field [from, end) must hold its NUL: perf reads it as a C string. */
+static bool gp_str_ok(const uint8_t *r, size_t from, size_t end)
+{
+	return from < end && memchr(r + from, 0, end - from);
+}
+
+
+/* Validates one record of a guest perf stream (size already checked: >= 8, % 8 == 0). */
+static bool gp_layout(const uint8_t *r, uint16_t size, struct gperf_layout *ret)
+{
+	struct perf_event_header h;
+	size_t t = size - VT_PERF_SAMPLE_ID_LEN; /* the sample_id trailer of non-sample records */
+	uint64_t nr;
+
+	memcpy(&h, r, sizeof(h));
+	*ret = (struct gperf_layout){ .id = (uint16_t)(size - 8), .time = (uint16_t)(t + 8), .cpu = (uint16_t)(t + 16) };
+	if (h.type == PERF_RECORD_SAMPLE) {
+		if (size < 8 + VT_PERF_SAMPLE_HEAD + 8)
+			return false;
+		memcpy(&nr, r + 8 + VT_PERF_SAMPLE_HEAD, 8);
+		*ret = (struct gperf_layout){ .id = 8, .time = 32, .cpu = 40 };
+		return nr <= VT_PERF_MAX_STACK && size == 8 + VT_PERF_SAMPLE_HEAD + 8 + 8 * nr;
+	}
+	if (size < 8 + VT_PERF_SAMPLE_ID_LEN)
+		return false;
+	switch (h.type) {
+	case PERF_RECORD_COMM:
+		return gp_str_ok(r, 16, t);
+	case PERF_RECORD_MMAP:
+		return gp_str_ok(r, 40, t);
+	case PERF_RECORD_MMAP2:
+		return gp_str_ok(r, 72, t);
+	case PERF_RECORD_KSYMBOL:
+		return gp_str_ok(r, 24, t);
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		ret->time2 = 24;
+		return size == 32 + VT_PERF_SAMPLE_ID_LEN;
+	case PERF_RECORD_LOST:
+		ret->id2 = 8;
+		return size == 24 + VT_PERF_SAMPLE_ID_LEN;
+	case PERF_RECORD_THROTTLE:
+	case PERF_RECORD_UNTHROTTLE:
+		ret->time2 = 8, ret->id2 = 16, ret->id3 = 24;
+		return size == 32 + VT_PERF_SAMPLE_ID_LEN;
+	}
+	return false;
+}
+
+/* Which of the stream's events an id is: its index, or -1. */
+static int gp_event(const struct merge_gperf *gp, const struct gperf_cpu *c, uint64_t id)
+{
+	for (uint32_t e = 0; e < c->nr_ids && e < gp->n_events; e++)
+		if (c->ids[e] == id)
+			return (int)e;
+	return -1;
+}
+
+/* The record at c->off into c->rec, checked; 1 kept, 0 dropped (counted), -1 at the end. */
+static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gperf_cpu *c)
+{
+	struct perf_event_header h;
+	uint64_t id, raw;
+	int ev;
+
+	if (!gp_need(g, c, 8))
+		return -1;
+	memcpy(&h, c->buf + c->off, 8);
+	if (!memcmp(c->buf + c->off, "VIRTMARK", 8)) {
+		struct vt_marker m;
+		struct vt_perf_marker pm;
+
+		if (!gp_need(g, c, g->page_size))
+			return -1;
+		if (vt_marker_decode(c->buf + c->off, g->page_size, &m) == 1 && m.kind == VT_MARKER_PERF_END &&
+		    m.session_id == g->session_id && m.cpu == c->cpu &&
+		    vt_marker_decode_perf(c->buf + c->off, g->page_size, &m, &pm) == 0) {
+			c->ended = true;
+			c->end = pm.stats;
+			return -1;
+		}
+		c->off += 8, c->skipped += 8;
+		return 0;
+	}
+	if (h.size < 8 || h.size % 8) {
+		c->off += 8, c->skipped += 8; /* walk on to the next plausible record */
+		return 0;
+	}
+	if (!gp_need(g, c, h.size))
+		return -1;
+	memcpy(c->rec, c->buf + c->off, h.size);
+	c->off += h.size;
+	c->bytes += h.size;
+	if (!gp_layout(c->rec, h.size, &c->lay)) {
+		gp->bad_records++;
+		return 0;
+	}
+	memcpy(&id, c->rec + c->lay.id, 8);
+	if ((ev = gp_event(gp, c, id)) < 0) {
+		gp->unknown_ids++;
+		return 0;
+	}
+	c->head_ev = (uint32_t)ev;
+	memcpy(&raw, c->rec + c->lay.time, 8);
+	c->head_ts = merge_meta_time(g, c->cpu, raw);
+	if (c->head_ts < c->last_ts) { /* an interrupt's record reserved after a later one */
+		c->head_ts = c->last_ts;
+		gp->reordered++;
+	}
+	c->last_ts = c->head_ts;
+	return 1;
+}
+
+bool merge_gperf_peek(struct merge_gperf *gp, struct merge_guest *g, struct gperf_cpu *c)
+{
+	while (!c->head_valid && !c->done) {
+		int r = gp_read_one(gp, g, c);
+
+		if (r < 0) {
+			gp->no_end_cpus += !c->ended;
+			gp_cpu_close(c);
+		}
+		c->head_valid = r > 0;
+	}
+	return c->head_valid;
+}
+
+/* perf inject --guest-data's rule: a user cpumode becomes GUEST_USER, anything else GUEST_KERNEL. */
+static uint16_t gp_misc(uint16_t misc)
+{
+	uint16_t mode = misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+	mode = (mode & PERF_RECORD_MISC_USER) ? PERF_RECORD_MISC_GUEST_USER : PERF_RECORD_MISC_GUEST_KERNEL;
+	return (uint16_t)((misc & ~PERF_RECORD_MISC_CPUMODE_MASK) | mode);
+}
+
+int merge_gperf_emit(struct merge_ctx *m, struct gperf_cpu *c)
+{
+	struct merge_gperf *gp = &m->gp;
+	const struct gperf_layout *l = &c->lay;
+	uint8_t *r = c->rec;
+	struct perf_event_header h;
+	uint64_t id = m->guest.id_base + (m->guest.n_events + c->head_ev) * m->guest.ncpus + c->cpu, lost;
+	uint32_t cpu = merge_vcpu_cpu(&m->vcpu, c->cpu);
+
+	memcpy(&h, r, sizeof(h));
+	h.misc = gp_misc(h.misc);
+	memcpy(r, &h, sizeof(h));
+	memcpy(r + l->id, &id, 8);
+	memcpy(r + l->time, &c->head_ts, 8);
+	memcpy(r + l->cpu, &cpu, 4);
+	if (l->id2)
+		memcpy(r + l->id2, &id, 8);
+	if (l->id3)
+		memcpy(r + l->id3, &id, 8);
+	if (l->time2)
+		memcpy(r + l->time2, &c->head_ts, 8);
+	if (h.type == PERF_RECORD_SAMPLE) {
+		gp->samples++, c->samples++;
+		m->first_sample = MIN(m->first_sample, c->head_ts);
+		m->last_sample = MAX(m->last_sample, c->head_ts);
+	} else if (h.type == PERF_RECORD_LOST) {
+		memcpy(&lost, r + 16, 8);
+		gp->lost_records++;
+		gp->lost += lost;
+	}
+	gp->records++;
+	m->last_ts = MAX(m->last_ts, c->head_ts);
+	c->head_valid = false;
+	return merge_emit(m, r, c->head_ts);
+}
+
+void merge_gperf_attrs(struct merge_ctx *m, struct perf_attr_ids *out)
+{
+	const struct merge_guest *g = &m->guest;
+
+	for (size_t e = 0; e < m->gp.n_events; e++) {
+		struct perf_attr_ids *a = &out[e];
+
+		perf_events_attr(&m->gp.ev[e], g->perf_freq ? g->perf_freq : VT_PERF_DEFAULT_FREQ, CLOCK_MONOTONIC,
+				 e == 0, &a->attr);
+		a->attr.disabled = 0;
+		a->attr.watermark = 0;
+		a->attr.exclude_host = 1;
+		a->attr.read_format = m->host.present ? m->host.attrs[0].attr.read_format : 0;
+		a->n_ids = g->ncpus;
+	}
+}
+
+void merge_gperf_name(const struct merge_gperf *gp, size_t e, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s:G", e < gp->n_events ? gp->ev[e].name : "unknown");
+}
+
+void merge_gperf_summary(const struct merge_gperf *gp)
+{
+	uint64_t sent = 0, got = 0;
+
+	if (!gp->present) {
+		if (gp->why)
+			printf("  perf:   guest perf not merged: %s\n", gp->why);
+		return;
+	}
+	for (uint32_t i = 0; gp->cpus && i < gp->ncpus_total; i++)
+		if (gp->cpus[i].ended)
+			sent += gp->cpus[i].end.bytes_sent, got += gp->cpus[i].bytes + gp->cpus[i].skipped;
+	printf("  perf:   guest perf %zu event(s), %u/%u vCPU streams, %" PRIu64 " records written (%" PRIu64
+	       " samples), %" PRIu64 " LOST records for %" PRIu64 " samples lost in the guest ring\n",
+	       gp->n_events, gp->streams, gp->ncpus_total, gp->records, gp->samples, gp->lost_records, gp->lost);
+	if (sent > got)
+		printf("          guest perf bytes missing in transport: %" PRIu64 "\n", sent - got);
+	if (gp->bad_records || gp->unknown_ids || gp->no_end_cpus || gp->dropped_cpus || gp->reordered)
+		printf("          dropped: %" PRIu64 " malformed records, %" PRIu64 " with an unknown id; %u streams "
+		       "without an end marker, %u without a begin marker; %" PRIu64 " records' times raised to keep "
+		       "each vCPU in order\n", gp->bad_records, gp->unknown_ids, gp->no_end_cpus, gp->dropped_cpus,
+		       gp->reordered);
+}
+
+void merge_gperf_free(struct merge_gperf *gp)
+{
+	for (uint32_t i = 0; gp->cpus && i < gp->ncpus_total; i++) {
+		gp_cpu_close(&gp->cpus[i]);
+		free(gp->cpus[i].buf);
+		free(gp->cpus[i].rec);
+	}
+	free(gp->cpus);
+	gp->cpus = NULL;
+}
