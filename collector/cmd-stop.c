@@ -15,6 +15,21 @@ int status_socket(const char *run_dir, const char *name, char *buf, size_t size)
 int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
 		 const char **run_dir, const char **out, bool *compress);
 
+/* A guest clock that cannot be aligned is said on the summary's first line (the file is still
+ * written; stop then exits 3). */
+static void stop_clock_first(const char *reply)
+{
+	const char *p = reply ? strstr(reply, "session: ") : NULL;
+	char dir[PATH_MAX], why[256];
+
+	if (!p)
+		return;
+	snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(p + 9, "\n"), p + 9);
+	if (merge_clock_state(dir, why, sizeof(why)) == 0)
+		printf("CLOCK UNALIGNED: the guest's clock cannot be lined up with the host's (%s): the merged file "
+		       "will have the guest's events at guest times; stop exits 3\n", why);
+}
+
 static int stop_run(int argc, char **argv);
 const struct cmd_entry cmd_stop = {
 	.name = "stop", .summary = "stop the session and write the merged perf.data",
@@ -106,6 +121,8 @@ static int stop_run(int argc, char **argv)
 		return 1;
 	r = ctlsock_request(sock, "stop", f, NULL, 0);
 	fclose(f);
+	if (r >= 0)
+		stop_clock_first(reply);
 	fputs(reply ? reply : "", stdout);
 	fflush(stdout);
 	if (r < 0) {

@@ -33,6 +33,9 @@ extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_stop, cmd_me
  * Returns 0 or -errno (the merge prints its summary on stdout). */
 /* 0, 1 when written with the guest clock unaligned, or -errno. */
 int merge_session(const char *session_dir, const char *out, bool compress, FILE *summary);
+/* Whether the merge will line the guest's clock up with the host's: 1 yes, 0 no (why says why),
+ * -errno when the session has no usable guest side. */
+int merge_clock_state(const char *session_dir, char *why, size_t whylen);
 
 /* Guest perf sampling (start --guest-perf): events NULL = off. */
 struct guest_perf_opts {

@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "merge.h"
+#include "collector.h"
 #include "merge-out.h"
 #include "perf_reader.h"
 #include "perf_writer.h"
@@ -365,6 +366,19 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 	if ((r = merge_gperf_load(&m->gp, &m->guest, o->session_dir)) < 0)
 		return r;
 	return merge_out_attrs(m);
+}
+
+int merge_clock_state(const char *session_dir, char *why, size_t whylen)
+{
+	struct merge_guest g = { 0 };
+	int r = merge_guest_load(&g, session_dir, why, whylen);
+
+	if (r >= 0 && g.present) {
+		r = g.clock_aligned;
+		snprintf(why, whylen, "%s", g.clock_why[0] ? g.clock_why : "no usable clock.ini");
+	}
+	merge_guest_free(&g);
+	return r < 0 ? r : r ? 1 : 0;
 }
 
 int merge_run(const struct merge_options *o)

@@ -56,4 +56,14 @@ out=$(start --no-host --clock kvm --kvm-debugfs "$FIXTURE" --qemu-pid 4243 2>&1)
 check "kvm: start without a debugfs dir fails (exit $rc)" test $rc -ne 0
 check_out "kvm: failure names the missing dir" "no $FIXTURE/kvm/4243-\\* directory" echo "$out"
 kill "$QPID" 2>/dev/null
+
+# --- a guest whose clock gives no reading: stop says so on its first line and exits 3
+kill "$FG_PID" 2>/dev/null; wait "$FG_PID" 2>/dev/null
+fake_guest --dir "$VMDIR" --cpus 2 --pages 10 --mode no-probe
+out=$(start --no-host --clock ptp 2>&1); rc=$?
+check "no-probe: start succeeds ($out)" test $rc -eq 0
+out=$(stop 2>&1); rc=$?
+check "no-probe: stop exits 3 (written, unaligned; exit $rc)" test $rc -eq 3
+check_out "no-probe: the summary's first line says the clock is unaligned" '^CLOCK UNALIGNED: ' head -n 1 <<<"$out"
+check "no-probe: the file is written" test -s "$T/out.data"
 finish
