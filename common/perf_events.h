@@ -15,7 +15,7 @@
 #define VT_PERF_SAMPLE_TYPE                                                                        \
 	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | \
 	 PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN)
-#define VT_PERF_SAMPLE_HEAD 56  /* id, ip, pid/tid, time, cpu/res, period: before nr */
+#define VT_PERF_SAMPLE_HEAD 48  /* id, ip, pid/tid, time, cpu/res, period: before nr */
 #define VT_PERF_SAMPLE_ID_LEN 32 /* sideband trailer: pid/tid, time, cpu/res, id */
 #define VT_PERF_MAX_STACK 1024  /* call-chain entries accepted (the kernel's max is 127 + contexts) */
 #define VT_PERF_DEFAULT_EVENTS "cpu-clock"

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Fuzz target: the merge's guest perf source (collector/merge-gperf.c) on a hostile
+ * perf-cpu0.spool: the begin marker search, the record walk and resynchronisation, record
+ * validation (sizes, types, strings, call chains, ids), conversion and the perf.data written.
+ * The session dir is rebuilt for each input: session.ini (1 CPU, session 1, guest perf
+ * cpu-clock,page-faults), the ring layout of tests/fixtures/ring-overrun, no ftrace spool. The
+ * spool is the input, after a valid perf begin marker (ids 1 and 2) unless the input's first
+ * byte is odd (then the input alone, so the search for the marker is fuzzed too). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz-session.h"
+#include "marker.h"
+#include "merge.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char session_ini[] = "vm=fuzz\nsession_id=1\nncpus=1\npage_size=4096\nqemu_pid=4242\n"
+				  "guest_clock=mono\nclock_method=none\nstate=stopped\n"
+				  "guest_perf=cpu-clock,page-faults\nguest_perf_freq=1000\n";
+
+static void setup_dir(void)
+{
+	fuzz_session_setup("guest/events/ftrace/print");
+	fuzz_put("session.ini", session_ini, sizeof(session_ini) - 1);
+	if (!freopen("/dev/null", "w", stdout)) /* the merge's summary */
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static bool ready;
+	static uint8_t buf[4096 + (1u << 20)];
+	char out[sizeof(fuzz_dir) + 16];
+	struct merge_options o = { .session_dir = fuzz_dir, .output = out };
+	struct vt_perf_marker pm = { .nr_ids = 2, .clockid = 1, .ids = { 1, 2 } };
+	size_t n = 0;
+
+	if (!ready) {
+		setup_dir();
+		ready = true;
+	}
+	if (size == 0 || size > sizeof(buf) - 4096)
+		return 0;
+	if (!(data[0] & 1)) {
+		vt_marker_encode_perf(buf, 4096, VT_MARKER_PERF_BEGIN, 1, 0, &pm);
+		n = 4096;
+	}
+	memcpy(buf + n, data + 1, size - 1);
+	fuzz_put("perf-cpu0.spool", buf, n + size - 1);
+	snprintf(out, sizeof(out), "%s/out.data", fuzz_dir);
+	(void)merge_run(&o);
+	return 0;
+}
