@@ -6,6 +6,8 @@ Boots the e2e guest (tests/e2e/boot, TCG here) with the bench programs (build/be
 flood) and bench/guest/lib.sh added to its initramfs, runs bench/guest/SCRIPT.sh in it and
 answers its console requests:
   vt-bench: ready agent EVENTS KB [MAXSIZE|- [TRACER]]  trace-collector start (--no-host) before "go"
+  vt-bench: ready gperf FREQ                 trace-collector start --guest-perf --guest-freq FREQ
+                                             (--no-host, one rare guest event) before "go"
   vt-bench: ready cat                        host cats drain every trace-path-cpuN.out
   vt-bench: ready none                       nothing
   vt-bench: finished                         stop what was started (trace-collector stop,
@@ -13,7 +15,8 @@ answers its console requests:
 Every guest "vt-bench: result k=v ..." line and one host "host ..." line per step go to
 OUTDIR/results.txt (one line each, k=v), with the load average and the date.
 
-usage: vm-bench.py SCRIPT [--secs 5] [--rounds 8] [--kb 1024] [--out DIR] [--append 'k=v']
+usage: vm-bench.py SCRIPT [--secs 5] [--rounds 8] [--kb 1024] [--out DIR] [--append 'k=v'] [--with-perf]
+  --with-perf   Debian's perf and the libraries it links (ldd) go into the guest's initramfs
 """
 import argparse
 import os
@@ -90,7 +93,9 @@ class Bench:
         for prog in ("dhry", "flood"):
             subprocess.run(["cp", os.path.join(BUILD, "bench", prog), os.path.join(stage, "bin")], check=True)
         subprocess.run(["cp", os.path.join(TOP, "bench", "guest", "lib.sh"), os.path.join(stage, "bench")], check=True)
-        cpio = subprocess.run("find bin bench | cpio -o -H newc --quiet -R 0:0", shell=True, cwd=stage,
+        if self.a.with_perf:
+            self.stage_perf(stage)
+        cpio = subprocess.run("find . -mindepth 1 | sed 's|^\\./||' | cpio -o -H newc --quiet -R 0:0", shell=True, cwd=stage,
                               check=True, capture_output=True).stdout
         path = os.path.join(self.tmp, "initrd")
         with open(path, "wb") as f:
@@ -98,14 +103,26 @@ class Bench:
             f.write(cpio)
         return path
 
+    @staticmethod
+    def stage_perf(stage):
+        """/usr/bin/perf and every library ldd names, at their own paths (the guest has no libc)."""
+        libs = subprocess.run(["ldd", "/usr/bin/perf"], capture_output=True, text=True, check=True).stdout
+        paths = ["/usr/bin/perf"] + re.findall(r"(/\S+) \(0x", libs)
+        for p in paths:
+            dst = os.path.join(stage, p.lstrip("/"))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            subprocess.run(["cp", "-L", p, dst], check=True)
+
     def send(self, word):
         with open(self.fifo, "w") as f:
             f.write(word + "\n")
 
-    def start_agent(self, events, kb, maxsize=None, tracer=None):
+    def start_agent(self, events, kb, maxsize=None, tracer=None, perf_freq=None):
         self.session_out = os.path.join(self.tmp, "session.data")
         cmd = [COLLECTOR, "start", "--name", VM, "--dir", self.vmdir, "--run-dir", self.rundir,
                "-e", events, "--buffer-kb", kb, "--no-host", "-o", self.session_out]
+        if perf_freq:
+            cmd += ["--guest-perf", "--guest-freq", perf_freq]
         if maxsize and maxsize != "-":
             cmd += ["--max-size", maxsize]
         if tracer:
@@ -147,7 +164,10 @@ class Bench:
                     astats[k] = v
             except OSError:
                 pass
-        sent = sum(int(v) for k, v in astats.items() if k.endswith(".bytes_sent"))
+        sent = sum(int(v) for k, v in astats.items() if k.startswith("cpu") and k.endswith(".bytes_sent"))
+        psent = sum(int(v) for k, v in astats.items() if k.startswith("perf") and k.endswith(".bytes_sent"))
+        psamples = sum(int(v) for k, v in astats.items() if k.startswith("perf") and k.endswith(".samples"))
+        plost = sum(int(v) for k, v in astats.items() if k.startswith("perf") and k.endswith(".lost"))
         ovr = sum(int(v) for k, v in astats.items() if k.endswith(".overrun"))
         summ = " | ".join(l.strip() for l in text.splitlines() if re.search(r"lost|loss|overrun|missed|drop", l, re.I))
         outsz = os.path.getsize(self.session_out) if os.path.exists(self.session_out) else 0
@@ -156,7 +176,8 @@ class Bench:
                     f"rss_kb_series={','.join(self.rss_series)} merge_read={merge_read.group(1) if merge_read else '?'} "
                     f"daemon_cpu_s={(cpu - self.daemon_cpu0) / 1e9:.3f} daemon_run_s={(run - self.daemon_run0) / 1e9:.4f} daemon_hwm_kb={rss} "
                     f"stop_s={stop_s:.3f} stop_rc={r.returncode} spooled={spooled} bytes_sent={sent} "
-                    f"ring_overrun={ovr} out_bytes={outsz} summary={summ!r}")
+                    f"ring_overrun={ovr} perf_bytes_sent={psent} perf_samples={psamples} perf_lost={plost} "
+                    f"out_bytes={outsz} summary={summ!r}")
         if r.returncode:
             self.record("host stop_output=" + repr(text[-2000:]))
         if sess:
@@ -193,6 +214,8 @@ class Bench:
         if words[0] == "ready":
             if words[1] == "agent":
                 self.start_agent(*words[2:])
+            elif words[1] == "gperf":
+                self.start_agent("sched:sched_process_exec", self.a.kb, perf_freq=words[2])
             elif words[1] == "cat":
                 self.start_cats()
             self.send("go")
@@ -259,6 +282,7 @@ def main():
     p.add_argument("--append", default="")
     p.add_argument("--timeout", type=int, default=0)
     p.add_argument("--out", default=None)
+    p.add_argument("--with-perf", action="store_true")
     a = p.parse_args()
     if not a.out:
         a.out = tempfile.mkdtemp(prefix=f"vt-bench-{a.script}-", dir="/tmp")
