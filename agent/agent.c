@@ -266,10 +266,8 @@ static int agent_first_open(struct agent *a)
 
 static void agent_teardown(struct agent *a)
 {
-	_cleanup_free_ struct vt_cpu_stats *stats = NULL;
-
 	if (a->tracing)
-		(void)session_stop(a, &stats);
+		(void)session_stop(a, NULL, NULL);
 	tracefs_close(&a->tfs);
 	ports_free(&a->ports);
 	config_free(&a->cfg);

@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
+#include "perf_events.h"
 #include "proto.h"
 
 struct agent_options {
@@ -31,6 +33,9 @@ struct agent_config {
 	char *tracer;       /* current_tracer during sessions; NULL = nop */
 	char *ftrace_filter; /* set_ftrace_filter globs, space separated; NULL = all functions */
 	uint32_t flush_ms;   /* a quiet ring's data goes out within this many ms; 0 = only at half full */
+	char *perf_events;   /* guest perf events, "cpu-clock,page-faults"; NULL = no guest perf */
+	uint32_t perf_freq;  /* samples per second per event and CPU */
+	uint32_t perf_ring_kb; /* data part of each CPU's perf ring, KiB, a power of two */
 };
 
 /* ---- events.c: the event list the host sends (pure, fuzzed) ---- */
@@ -97,6 +102,7 @@ void ports_close(struct port_fds *f);
 const char *ports_where(const struct ports *p);
 
 /* ---- pump.c: one pinned thread per CPU, trace_pipe_raw -> pipe -> port ---- */
+#define PUMP_BEGIN_MS 5000 /* a port that takes no begin marker this long fails its CPU */
 struct pump_shared {
 	int stop_efd;  /* latched: drain, write the end marker, finish */
 	int abort_efd; /* latched: give up waiting for the port (agent exits) */
@@ -108,6 +114,13 @@ struct pump_shared {
 	int flush_ms; /* poll timeout of a pump: then it sends what the ring has; -1 = never */
 	const struct tracefs *tfs;
 	const struct ports *ports;
+	/* guest perf (perf.c), perf_n = 0: none */
+	struct perf_event_spec perf_ev[VT_PERF_MAX_EVENTS];
+	size_t perf_n;
+	uint32_t perf_freq, perf_ring_kb;
+	int perf_clockid;
+	int perf_synth_claimed; /* atomic: the first perf stream to start writes the task records */
+	int perf_copy_logged;   /* atomic: the write() fallback was named in the log */
 };
 struct pump {
 	unsigned cpu;
@@ -118,6 +131,49 @@ struct pump {
 };
 int pump_start(struct pump *p);
 void pump_join(struct pump *p);
+/* +1 on an eventfd. */
+void pump_signal(int efd);
+/* A data port being written (non-blocking fd): waits honour the agent's abort and a deadline. */
+struct pump_port {
+	int fd;
+	int abort_efd;
+	int wait_ms; /* -1, or how long a write may wait for the port */
+};
+/* Waits for events on fd unless the agent aborts: 0, -ECANCELED, -EPIPE, -ETIMEDOUT. */
+int pump_port_wait(const struct pump_port *port, int fd, short events);
+/* Classifies one write/splice result: bytes moved, 0 to retry (EINTR, or EAGAIN once the port
+ * is writable again), or -errno (-EPIPE when nothing moved, -ECANCELED on abort). */
+ssize_t pump_port_step(const struct pump_port *port, ssize_t n);
+/* Writes a whole buffer to the port, finishing short writes. */
+int pump_port_write(const struct pump_port *port, const void *buf, size_t len);
+/* Moves len bytes from a pipe to the port, finishing partial transfers. */
+int pump_port_splice(const struct pump_port *port, int pipe_r, size_t len);
+/* A pipe of up to want bytes (F_SETPIPE_SZ), at least a page; its size in whole pages. */
+int pump_pipe(size_t want, uint32_t page_size, int *ret_r, int *ret_w, size_t *ret_size);
+
+/* ---- perf.c: guest perf rings, one pinned thread per CPU, ring -> pipe -> perf-path-cpuN ---- */
+struct perf_pump {
+	unsigned cpu;
+	bool thread_started;
+	pthread_t thread;
+	struct pump_shared *sh;
+	struct vt_perf_stats stats; /* owned by the thread until joined */
+};
+/* Checks the guest perf part of a config (events, rate, ring, clock; each event opened once on
+ * CPU 0): 0, or -errno with *ret_msg saying what is wrong. */
+int perf_config_check(const struct agent_config *c, char **ret_msg);
+/* The session's perf settings from the (checked) config into sh: 0 or -errno. */
+int perf_prepare(struct pump_shared *sh, const struct agent_config *c);
+int perf_start(struct perf_pump *p);
+void perf_join(struct perf_pump *p);
+
+/* ---- perf_synth.c: COMM and MMAP2 records of the tasks alive now, from /proc ---- */
+#define PERF_SYNTH_TASKS_MAX 32768
+#define PERF_SYNTH_BYTES_MAX (16u << 20)
+/* Writes them to the port, each with the sample_id trailer (task, time, cpu, id): 0 or the
+ * port's -errno; what was written is counted either way. */
+int perf_synth_tasks(const struct pump_port *port, unsigned cpu, uint64_t id, uint64_t time,
+		     uint64_t *ret_records, uint64_t *ret_bytes);
 
 /* ---- agent.c / session.c / control.c / meta.c ---- */
 /* A guest file kept across sessions while its key (what it depends on) is unchanged. */
@@ -145,6 +201,7 @@ struct agent {
 	uint64_t session;
 	struct pump_shared sh;
 	struct pump *pumps;
+	struct perf_pump *perf; /* NULL: the session runs no guest perf */
 	struct meta_cache kallsyms;
 };
 
@@ -158,8 +215,9 @@ bool config_has_tracer(const struct agent_config *c);
 
 /* Starts a session; on failure *ret_msg says why (caller frees). */
 int session_start(struct agent *a, uint64_t id, char **ret_msg);
-/* Stops the session, filling stats (ncpus entries, caller frees). */
-int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats);
+/* Stops the session, filling stats (ncpus entries, caller frees) and, when ret_perf is given,
+ * the perf streams' stats (ncpus entries, NULL when the session ran no guest perf). */
+int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats, struct vt_perf_stats **ret_perf);
 
 /* Handles one decoded event of the control stream, appending replies to out. */
 void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out);

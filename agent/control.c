@@ -23,6 +23,7 @@ void config_free(struct agent_config *c)
 	free(c->clock);
 	free(c->tracer);
 	free(c->ftrace_filter);
+	free(c->perf_events);
 	*c = (struct agent_config){ 0 };
 }
 
@@ -34,10 +35,12 @@ static int config_dup(const char *s, char **ret)
 
 int config_set(struct agent_config *c, const struct agent_config *v)
 {
-	struct agent_config n = { .buffer_kb = v->buffer_kb, .flush_ms = v->flush_ms };
+	struct agent_config n = { .buffer_kb = v->buffer_kb, .flush_ms = v->flush_ms,
+				  .perf_freq = v->perf_freq, .perf_ring_kb = v->perf_ring_kb };
 
 	if (config_dup(v->events, &n.events) < 0 || config_dup(v->clock, &n.clock) < 0 ||
-	    config_dup(v->tracer, &n.tracer) < 0 || config_dup(v->ftrace_filter, &n.ftrace_filter) < 0) {
+	    config_dup(v->tracer, &n.tracer) < 0 || config_dup(v->ftrace_filter, &n.ftrace_filter) < 0 ||
+	    config_dup(v->perf_events, &n.perf_events) < 0) {
 		config_free(&n);
 		return -ENOMEM;
 	}
@@ -51,7 +54,9 @@ int config_default(struct agent_config *c, uint32_t buffer_kb)
 	char events[] = AGENT_DEFAULT_EVENTS, clock[] = AGENT_DEFAULT_CLOCK;
 
 	return config_set(c, &(struct agent_config){ .events = events, .clock = clock, .buffer_kb = buffer_kb,
-						     .flush_ms = AGENT_FLUSH_MS_DEFAULT });
+						     .flush_ms = AGENT_FLUSH_MS_DEFAULT,
+						     .perf_freq = VT_PERF_DEFAULT_FREQ,
+						     .perf_ring_kb = VT_PERF_DEFAULT_RING_KB });
 }
 
 bool config_has_tracer(const struct agent_config *c)
@@ -114,6 +119,9 @@ static void control_hello(struct agent *a, const struct vt_msg *m, struct vt_buf
 	vt_put_u32(out, VT_A_BUFFER_KB, a->cfg.buffer_kb ? a->cfg.buffer_kb : control_buffer_kb(a));
 	vt_put_str(out, VT_A_TRACER, a->cfg.tracer ? a->cfg.tracer : "nop");
 	vt_put_str(out, VT_A_FTRACE_FILTER, a->cfg.ftrace_filter ? a->cfg.ftrace_filter : "");
+	vt_put_str(out, VT_A_PERF_EVENTS, a->cfg.perf_events ? a->cfg.perf_events : "");
+	vt_put_u32(out, VT_A_PERF_FREQ, a->cfg.perf_freq);
+	vt_put_u32(out, VT_A_PERF_RING_KB, a->cfg.perf_ring_kb);
 	(void)vt_msg_end(out);
 }
 
@@ -132,14 +140,19 @@ static int control_opt_str(const struct vt_msg *m, uint16_t tag, char **ret)
 /* Builds the new config from the message over the current one. */
 static int control_config_new(struct agent *a, const struct vt_msg *m, struct agent_config *c)
 {
-	_cleanup_free_ char *events = NULL, *clock = NULL, *tracer = NULL, *filter = NULL;
+	_cleanup_free_ char *events = NULL, *clock = NULL, *tracer = NULL, *filter = NULL, *perf = NULL;
 	_cleanup_free_ struct event_spec *ev = NULL;
 	uint32_t kb = a->cfg.buffer_kb, flush = a->cfg.flush_ms;
+	uint32_t freq = a->cfg.perf_freq, ring = a->cfg.perf_ring_kb;
 	size_t n;
 	int r;
 
 	if (control_opt_str(m, VT_A_EVENTS, &events) < 0 || control_opt_str(m, VT_A_CLOCK, &clock) < 0 ||
-	    control_opt_str(m, VT_A_TRACER, &tracer) < 0 || control_opt_str(m, VT_A_FTRACE_FILTER, &filter) < 0)
+	    control_opt_str(m, VT_A_TRACER, &tracer) < 0 || control_opt_str(m, VT_A_FTRACE_FILTER, &filter) < 0 ||
+	    control_opt_str(m, VT_A_PERF_EVENTS, &perf) < 0)
+		return -EBADMSG;
+	if (((r = vt_msg_u32(m, VT_A_PERF_FREQ, &freq)) < 0 && r != -ENOENT) ||
+	    ((r = vt_msg_u32(m, VT_A_PERF_RING_KB, &ring)) < 0 && r != -ENOENT))
 		return -EBADMSG;
 	r = vt_msg_u32(m, VT_A_BUFFER_KB, &kb);
 	if (r < 0 && r != -ENOENT)
@@ -159,7 +172,9 @@ static int control_config_new(struct agent *a, const struct vt_msg *m, struct ag
 		.events = events ? events : a->cfg.events, .clock = clock ? clock : a->cfg.clock,
 		.buffer_kb = kb, .flush_ms = flush,
 		.tracer = !tracer ? a->cfg.tracer : *tracer && strcmp(tracer, "nop") ? tracer : NULL,
-		.ftrace_filter = !filter ? a->cfg.ftrace_filter : *filter ? filter : NULL });
+		.ftrace_filter = !filter ? a->cfg.ftrace_filter : *filter ? filter : NULL,
+		.perf_events = !perf ? a->cfg.perf_events : *perf ? perf : NULL,
+		.perf_freq = freq, .perf_ring_kb = ring });
 }
 
 static void control_config(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
@@ -177,6 +192,8 @@ static void control_config(struct agent *a, const struct vt_msg *m, struct vt_bu
 	if (r == 0)
 		r = tracefs_config_check(&a->tfs, &c, &msg);
 	if (r == 0)
+		r = perf_config_check(&c, &msg);
+	if (r == 0)
 		r = tracefs_filter_try(&a->tfs, c.ftrace_filter, &msg);
 	if (r < 0) {
 		control_error(out, m->hdr.seq, r, "%s", msg ? msg : r == -E2BIG ?
@@ -190,6 +207,9 @@ static void control_config(struct agent *a, const struct vt_msg *m, struct vt_bu
 	log_info("config: events %s, clock %s, buffer %u KiB, flush %u ms, tracer %s%s%s", c.events, c.clock,
 		 c.buffer_kb, c.flush_ms, c.tracer ? c.tracer : "nop", c.ftrace_filter ? ", functions " : "",
 		 c.ftrace_filter ? c.ftrace_filter : "");
+	if (c.perf_events)
+		log_info("config: guest perf %s at %u Hz, ring %u KiB per CPU", c.perf_events, c.perf_freq,
+			 c.perf_ring_kb);
 	control_ok(a, m->hdr.seq, out);
 }
 
@@ -206,6 +226,7 @@ static void control_meta(struct agent *a, const struct vt_msg *m, struct vt_buf 
 }
 
 static void control_stats_le(struct vt_cpu_stats *s);
+static void control_perf_stats_le(struct vt_perf_stats *s);
 
 /* The CPU_STATS attribute: n entries, converted to little-endian in place. */
 static void control_put_stats(struct vt_buf *out, struct vt_cpu_stats *stats, unsigned n)
@@ -215,9 +236,20 @@ static void control_put_stats(struct vt_buf *out, struct vt_cpu_stats *stats, un
 	vt_put_bytes(out, VT_A_CPU_STATS, stats, n * sizeof(*stats));
 }
 
+/* The PERF_STATS attribute, the same way; nothing when the session runs no guest perf. */
+static void control_put_perf_stats(struct vt_buf *out, struct vt_perf_stats *stats, unsigned n)
+{
+	if (!stats)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		control_perf_stats_le(&stats[i]);
+	vt_put_bytes(out, VT_A_PERF_STATS, stats, n * sizeof(*stats));
+}
+
 static void control_start(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 {
 	_cleanup_free_ struct vt_cpu_stats *stats = NULL;
+	_cleanup_free_ struct vt_perf_stats *perf = NULL;
 	_cleanup_free_ char *msg = NULL;
 	uint64_t id;
 	int r;
@@ -234,16 +266,21 @@ static void control_start(struct agent *a, const struct vt_msg *m, struct vt_buf
 	}
 	/* Which CPUs stream (error 0) and which do not: the host decides whether that will do. */
 	stats = calloc(a->ncpus, sizeof(*stats));
-	if (!stats) {
+	perf = a->perf ? calloc(a->ncpus, sizeof(*perf)) : NULL;
+	if (!stats || (a->perf && !perf)) {
 		control_ok(a, m->hdr.seq, out);
 		return;
 	}
-	for (unsigned i = 0; i < a->ncpus; i++)
+	for (unsigned i = 0; i < a->ncpus; i++) {
 		stats[i] = (struct vt_cpu_stats){ .cpu = i, .error = a->pumps[i].stats.error };
+		if (perf)
+			perf[i] = (struct vt_perf_stats){ .cpu = i, .error = a->perf[i].stats.error };
+	}
 	vt_msg_begin(out, VT_MSG_OK, m->hdr.seq);
 	vt_put_u32(out, VT_A_STATE, VT_STATE_TRACING);
 	vt_put_u64(out, VT_A_SESSION, id);
 	control_put_stats(out, stats, a->ncpus);
+	control_put_perf_stats(out, perf, a->ncpus);
 	(void)vt_msg_end(out);
 }
 
@@ -258,11 +295,23 @@ static void control_stats_le(struct vt_cpu_stats *s)
 		*u[i] = htole64(*u[i]);
 }
 
+static void control_perf_stats_le(struct vt_perf_stats *s)
+{
+	uint64_t *u[] = { &s->bytes_sent, &s->records, &s->samples, &s->lost_records, &s->lost,
+			  &s->synth_records, &s->reserved };
+
+	s->cpu = htole32(s->cpu);
+	s->error = (int32_t)htole32((uint32_t)s->error);
+	for (size_t i = 0; i < ARRAY_SIZE(u); i++)
+		*u[i] = htole64(*u[i]);
+}
+
 static void control_stop(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 {
 	_cleanup_free_ struct vt_cpu_stats *stats = NULL;
+	_cleanup_free_ struct vt_perf_stats *perf = NULL;
 	uint64_t id = a->session;
-	int r = session_stop(a, &stats);
+	int r = session_stop(a, &stats, &perf);
 
 	if (r < 0) {
 		control_error(out, m->hdr.seq, r, r == -EALREADY ? "not tracing: nothing to stop"
@@ -272,6 +321,7 @@ static void control_stop(struct agent *a, const struct vt_msg *m, struct vt_buf 
 	vt_msg_begin(out, VT_MSG_STOPPED, m->hdr.seq);
 	vt_put_u64(out, VT_A_SESSION, id);
 	control_put_stats(out, stats, a->ncpus);
+	control_put_perf_stats(out, perf, a->ncpus);
 	(void)vt_msg_end(out);
 }
 
@@ -362,12 +412,11 @@ void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 /* The original tool's "1"/"0" lines: start with the defaults, stop; no reply. */
 void control_legacy(struct agent *a, char c)
 {
-	_cleanup_free_ struct vt_cpu_stats *stats = NULL;
 	_cleanup_free_ char *msg = NULL;
 	int r;
 
 	if (c == '0') {
-		r = session_stop(a, &stats);
+		r = session_stop(a, NULL, NULL);
 		if (r < 0 && r != -EALREADY)
 			log_error("legacy stop: %s", strerror(-r));
 		return;

@@ -17,21 +17,20 @@
 #include "util.h"
 
 #define PUMP_TAIL_MAX (1u << 20) /* bound on pages read() at stop */
-#define PUMP_BEGIN_MS 5000       /* a port that takes no begin marker this long fails its CPU */
 
 struct pump_io {
-	int raw, pipe_r, pipe_w, out;
+	int raw, pipe_r, pipe_w;
 	int in; /* the port's read side: unused, data ports only write */
+	struct pump_port port;
 	size_t pipe_size;
 	uint32_t page_size;
-	int wait_ms; /* -1, or how long a write may wait for the port (the begin marker) */
 	const struct pump_shared *sh;
 	struct vt_cpu_stats *stats;
 };
 
 static void pump_io_close(struct pump_io *io)
 {
-	int *fds[] = { &io->raw, &io->pipe_r, &io->pipe_w, &io->out, &io->in };
+	int *fds[] = { &io->raw, &io->pipe_r, &io->pipe_w, &io->port.fd, &io->in };
 
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++) {
 		if (*fds[i] >= 0)
@@ -40,7 +39,7 @@ static void pump_io_close(struct pump_io *io)
 	}
 }
 
-static void pump_signal(int efd)
+void pump_signal(int efd)
 {
 	uint64_t one = 1;
 
@@ -48,15 +47,13 @@ static void pump_signal(int efd)
 		log_debug("eventfd write: %m");
 }
 
-/* Waits for fd to get events (POLLOUT/POLLIN) unless the agent aborts: 0, -ECANCELED, -EPIPE,
- * or -ETIMEDOUT after io->wait_ms. */
-static int pump_wait(const struct pump_io *io, int fd, short events)
+int pump_port_wait(const struct pump_port *port, int fd, short events)
 {
 	struct pollfd pfd[2] = { { .fd = fd, .events = events },
-				 { .fd = io->sh->abort_efd, .events = POLLIN } };
+				 { .fd = port->abort_efd, .events = POLLIN } };
 
 	for (;;) {
-		int n = poll(pfd, 2, io->wait_ms);
+		int n = poll(pfd, 2, port->wait_ms);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -74,28 +71,58 @@ static int pump_wait(const struct pump_io *io, int fd, short events)
 	}
 }
 
-/* One write or splice to the port: bytes moved, 0 to retry (EINTR, or EAGAIN once the port
- * is writable again), or -errno (-EPIPE when nothing moved, -ECANCELED on abort). */
-static ssize_t pump_step(const struct pump_io *io, ssize_t n)
+ssize_t pump_port_step(const struct pump_port *port, ssize_t n)
 {
 	n = util_xfer_step(n);
 	if (n == -EAGAIN)
-		return pump_wait(io, io->out, POLLOUT);
+		return pump_port_wait(port, port->fd, POLLOUT);
 	return n;
 }
 
-/* Writes a whole buffer to the port, finishing short writes. */
-static int pump_write_all(const struct pump_io *io, const void *buf, size_t len)
+int pump_port_write(const struct pump_port *port, const void *buf, size_t len)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		ssize_t n = pump_step(io, write(io->out, (const char *)buf + done, len - done));
+		ssize_t n = pump_port_step(port, write(port->fd, (const char *)buf + done, len - done));
 
 		if (n < 0)
 			return (int)n;
 		done += (size_t)n;
 	}
+	return 0;
+}
+
+int pump_port_splice(const struct pump_port *port, int pipe_r, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = pump_port_step(port, splice(pipe_r, NULL, port->fd, NULL, len,
+							SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
+
+		if (n < 0)
+			return (int)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int pump_pipe(size_t want, uint32_t page_size, int *ret_r, int *ret_w, size_t *ret_size)
+{
+	int pfd[2], sz;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -errno;
+	sz = fcntl(pfd[1], F_SETPIPE_SZ, (int)want);
+	if (sz < 0)
+		sz = fcntl(pfd[1], F_GETPIPE_SZ);
+	if (sz < (int)page_size) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -EINVAL;
+	}
+	*ret_r = pfd[0];
+	*ret_w = pfd[1];
+	*ret_size = (size_t)sz / page_size * page_size;
 	return 0;
 }
 
@@ -107,21 +134,7 @@ static int pump_marker(const struct pump_io *io, enum vt_marker_kind kind,
 	if (!page)
 		return -ENOMEM;
 	vt_marker_encode(page, io->page_size, kind, io->sh->session, io->stats->cpu, stats);
-	return pump_write_all(io, page, io->page_size);
-}
-
-/* Moves len bytes from the pipe to the port, finishing partial transfers. */
-static int pump_flush(const struct pump_io *io, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = pump_step(io, splice(io->pipe_r, NULL, io->out, NULL, len,
-						 SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
-
-		if (n < 0)
-			return (int)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return pump_port_write(&io->port, page, io->page_size);
 }
 
 /* Splices whole pages until the ring has no full page left (EAGAIN). */
@@ -140,7 +153,7 @@ static int pump_splice_all(struct pump_io *io)
 			return -errno;
 		if (n == 0)
 			return 0;
-		r = pump_flush(io, (size_t)n);
+		r = pump_port_splice(&io->port, io->pipe_r, (size_t)n);
 		if (r < 0)
 			return r;
 		io->stats->pages_sent += (uint64_t)n / io->page_size;
@@ -167,7 +180,7 @@ static int pump_read_tail(struct pump_io *io)
 		if (n == 0)
 			return 0;
 		memset(page + n, 0, io->page_size - (size_t)n);
-		r = pump_write_all(io, page, io->page_size);
+		r = pump_port_write(&io->port, page, io->page_size);
 		if (r < 0)
 			return r;
 		io->stats->pages_sent++;
@@ -224,29 +237,22 @@ static int pump_open(struct pump_io *io, unsigned cpu)
 {
 	struct port_fds port;
 	char name[64];
-	int pfd[2], r, sz;
+	int r;
 
 	snprintf(name, sizeof(name), "per_cpu/cpu%u/trace_pipe_raw", cpu);
 	io->raw = openat(io->sh->tfs->inst_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (io->raw < 0)
 		return -errno;
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return -errno;
-	io->pipe_r = pfd[0];
-	io->pipe_w = pfd[1];
-	sz = fcntl(io->pipe_w, F_SETPIPE_SZ, (int)io->sh->pipe_size);
-	if (sz < 0)
-		sz = fcntl(io->pipe_w, F_GETPIPE_SZ);
-	if (sz < (int)io->page_size)
-		return -EINVAL;
-	io->pipe_size = (size_t)sz / io->page_size * io->page_size;
+	r = pump_pipe(io->sh->pipe_size, io->page_size, &io->pipe_r, &io->pipe_w, &io->pipe_size);
+	if (r < 0)
+		return r;
 	snprintf(name, sizeof(name), "trace-path-cpu%u", cpu);
 	r = ports_open(io->sh->ports, name, &port);
 	if (r < 0)
 		return r;
 	io->in = port.rd;
-	io->out = port.wr;
-	if (fcntl(io->out, F_SETFL, fcntl(io->out, F_GETFL) | O_NONBLOCK) < 0)
+	io->port.fd = port.wr;
+	if (fcntl(io->port.fd, F_SETFL, fcntl(io->port.fd, F_GETFL) | O_NONBLOCK) < 0)
 		return -errno;
 	return 0;
 }
@@ -256,10 +262,10 @@ static int pump_stream(struct pump_io *io, bool *ready_sent)
 {
 	int r = pump_open(io, io->stats->cpu);
 
-	io->wait_ms = PUMP_BEGIN_MS;
+	io->port.wait_ms = PUMP_BEGIN_MS;
 	if (r == 0)
 		r = pump_marker(io, VT_MARKER_BEGIN, NULL);
-	io->wait_ms = -1;
+	io->port.wait_ms = -1;
 	io->stats->error = r; /* main reads it once ready_efd says so */
 	pump_signal(io->sh->ready_efd);
 	*ready_sent = true;
@@ -280,7 +286,8 @@ static int pump_stream(struct pump_io *io, bool *ready_sent)
 static void *pump_thread(void *arg)
 {
 	struct pump *p = arg;
-	struct pump_io io = { .raw = -1, .pipe_r = -1, .pipe_w = -1, .out = -1, .in = -1, .wait_ms = -1,
+	struct pump_io io = { .raw = -1, .pipe_r = -1, .pipe_w = -1, .in = -1,
+			      .port = { .fd = -1, .abort_efd = p->sh->abort_efd, .wait_ms = -1 },
 			      .page_size = p->sh->page_size, .sh = p->sh, .stats = &p->stats };
 	bool ready_sent = false;
 	int r = pump_stream(&io, &ready_sent);

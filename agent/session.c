@@ -136,6 +136,31 @@ static unsigned session_launch(struct agent *a)
 	return started;
 }
 
+/* The perf streams, after the ftrace pumps: how many threads started. */
+static unsigned session_launch_perf(struct agent *a)
+{
+	unsigned started = 0;
+
+	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
+		struct perf_pump *p = &a->perf[cpu];
+		int r;
+
+		p->cpu = cpu;
+		p->sh = &a->sh;
+		p->stats = (struct vt_perf_stats){ .cpu = cpu, .error = -ENXIO };
+		if (!session_cpu_online(cpu))
+			continue;
+		r = perf_start(p);
+		if (r < 0) {
+			p->stats.error = r;
+			log_error("cpu%u: cannot start its guest perf thread: %s", cpu, strerror(-r));
+			continue;
+		}
+		started++;
+	}
+	return started;
+}
+
 /* What a pump's failure to write its begin marker means for the user. */
 static const char *session_port_hint(int e)
 {
@@ -147,6 +172,9 @@ static const char *session_port_hint(int e)
 		       "controller? re-run trace-collector setup and restart the VM)";
 	case -ETIMEDOUT:
 		return " (the port took no data for 5 s: nobody reads its host side)";
+	case -EACCES:
+	case -EPERM:
+		return " (kernel.perf_event_paranoid, or kernel lockdown?)";
 	default:
 		return "";
 	}
@@ -173,6 +201,30 @@ static unsigned session_check_ready(struct agent *a, char **ret_msg)
 	return ok;
 }
 
+/* The same for the perf streams; ret_msg gets the first failure only when none started. */
+static unsigned session_check_perf(struct agent *a, char **ret_msg)
+{
+	_cleanup_free_ char *first = NULL;
+	unsigned ok = 0;
+
+	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
+		int e = a->perf[cpu].stats.error;
+
+		if (e == 0 || e == -ENXIO) {
+			ok += e == 0;
+			continue;
+		}
+		log_error("cpu%u: no guest perf stream on perf-path-cpu%u in %s: %s%s", cpu, cpu,
+			  ports_where(&a->ports), strerror(-e), session_port_hint(e));
+		if (!first && asprintf(&first, "cpu%u: cannot stream guest perf to perf-path-cpu%u: %s%s", cpu,
+				       cpu, strerror(-e), session_port_hint(e)) < 0)
+			first = NULL;
+	}
+	if (ok == 0)
+		*ret_msg = TAKE_PTR(first);
+	return ok;
+}
+
 static int session_prepare(struct agent *a, char **ret_msg)
 {
 	int r = tracefs_set_on(&a->tfs, false);
@@ -190,10 +242,58 @@ static int session_prepare(struct agent *a, char **ret_msg)
 	return r;
 }
 
+/* The pump and perf arrays for a session's config. */
+static int session_alloc(struct agent *a)
+{
+	int r = perf_prepare(&a->sh, &a->cfg);
+
+	if (r < 0)
+		return r;
+	a->pumps = calloc(a->ncpus, sizeof(*a->pumps));
+	if (a->sh.perf_n)
+		a->perf = calloc(a->ncpus, sizeof(*a->perf));
+	if (!a->pumps || (a->sh.perf_n && !a->perf)) {
+		free(a->pumps);
+		free(a->perf);
+		a->pumps = NULL;
+		a->perf = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Starts the threads and waits for their begin markers: 0 or -errno with *ret_msg. */
+static int session_begin(struct agent *a, unsigned *ret_started, unsigned *ret_perf, char **ret_msg)
+{
+	unsigned started = session_launch(a), perf_started = 0;
+	int r;
+
+	if (a->perf)
+		perf_started = session_launch_perf(a);
+	*ret_started = started;
+	*ret_perf = perf_started;
+	r = session_wait(a, a->sh.ready_efd, started + perf_started, SESSION_READY_MS,
+			 "writing their begin markers");
+	if (r < 0) {
+		if (asprintf(ret_msg, r == -ETIMEDOUT ? "CPU threads did not get their begin markers into "
+			     "their ports within %d ms: aborted" : "interrupted while starting (%d ms)",
+			     SESSION_READY_MS) < 0)
+			*ret_msg = NULL;
+		return r;
+	}
+	if (session_check_ready(a, ret_msg) == 0)
+		return -ENODEV;
+	free(*ret_msg);
+	*ret_msg = NULL;
+	/* A CPU without perf is the host's call (like CPU_STATS errors); no perf at all is ours. */
+	if (a->perf && session_check_perf(a, ret_msg) == 0)
+		return -ENODEV;
+	return 0;
+}
+
 int session_start(struct agent *a, uint64_t id, char **ret_msg)
 {
-	_cleanup_free_ struct vt_cpu_stats *stats = NULL;
-	unsigned started;
+	unsigned started = 0, perf_started = 0;
 	int r;
 
 	*ret_msg = NULL;
@@ -214,68 +314,80 @@ int session_start(struct agent *a, uint64_t id, char **ret_msg)
 	a->sh.flush_ms = a->cfg.flush_ms ? (int)a->cfg.flush_ms : -1;
 	a->sh.tfs = &a->tfs;
 	a->sh.ports = &a->ports;
-	a->pumps = calloc(a->ncpus, sizeof(*a->pumps));
-	if (!a->pumps) {
+	r = session_alloc(a);
+	if (r < 0) {
 		session_close_efds(&a->sh);
-		return -ENOMEM;
+		return r;
 	}
-	started = session_launch(a);
-	r = session_wait(a, a->sh.ready_efd, started, SESSION_READY_MS, "writing their begin markers");
+	r = session_begin(a, &started, &perf_started, ret_msg);
 	a->tracing = true;
 	a->session = id;
-	if (r < 0) {
-		if (asprintf(ret_msg, r == -ETIMEDOUT ? "CPU threads did not get their begin markers into "
-			     "their ports within %d ms: aborted" : "interrupted while starting (%d ms)",
-			     SESSION_READY_MS) < 0)
+	if (r == 0) {
+		r = tracefs_set_on(&a->tfs, true);
+		if (r < 0 && asprintf(ret_msg, "cannot turn tracing on in %s: %s", a->tfs.inst_path,
+				      strerror(-r)) < 0)
 			*ret_msg = NULL;
-		(void)session_stop(a, &stats);
+	}
+	if (r < 0) {
+		(void)session_stop(a, NULL, NULL);
 		return r;
 	}
-	if (session_check_ready(a, ret_msg) == 0) {
-		(void)session_stop(a, &stats);
-		return -ENODEV;
-	}
-	free(*ret_msg);
-	*ret_msg = NULL;
-	r = tracefs_set_on(&a->tfs, true);
-	if (r < 0) {
-		if (asprintf(ret_msg, "cannot turn tracing on in %s: %s", a->tfs.inst_path, strerror(-r)) < 0)
-			*ret_msg = NULL;
-		(void)session_stop(a, &stats);
-		return r;
-	}
-	log_info("session %" PRIu64 " started on %u CPUs", id, started);
+	if (a->perf)
+		log_info("session %" PRIu64 " started on %u CPUs, guest perf on %u", id, started, perf_started);
+	else
+		log_info("session %" PRIu64 " started on %u CPUs", id, started);
 	return 0;
 }
 
-int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats)
+/* Joins every thread; their stats into new arrays (perf: NULL without guest perf). */
+static int session_collect(struct agent *a, struct vt_cpu_stats **ret_stats, struct vt_perf_stats **ret_perf)
 {
-	struct vt_cpu_stats *stats;
+	_cleanup_free_ struct vt_cpu_stats *stats = calloc(a->ncpus, sizeof(*stats));
+	_cleanup_free_ struct vt_perf_stats *perf = a->perf ? calloc(a->ncpus, sizeof(*perf)) : NULL;
+
+	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
+		pump_join(&a->pumps[cpu]);
+		if (stats)
+			stats[cpu] = a->pumps[cpu].stats;
+		if (!a->perf)
+			continue;
+		perf_join(&a->perf[cpu]);
+		if (perf)
+			perf[cpu] = a->perf[cpu].stats;
+	}
+	if (!stats || (a->perf && !perf))
+		return -ENOMEM;
+	if (ret_stats)
+		*ret_stats = TAKE_PTR(stats);
+	if (ret_perf)
+		*ret_perf = TAKE_PTR(perf);
+	return 0;
+}
+
+int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats, struct vt_perf_stats **ret_perf)
+{
 	uint64_t started = 0;
+	int r;
 
 	if (!a->tracing)
 		return -EALREADY;
 	(void)tracefs_set_on(&a->tfs, false);
 	session_latch(a->sh.stop_efd);
-	for (unsigned cpu = 0; cpu < a->ncpus; cpu++)
+	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
 		started += a->pumps[cpu].thread_started;
+		started += a->perf && a->perf[cpu].thread_started;
+	}
 	/* A host that stopped reading must not keep us forever (less so when exiting on SIGTERM). */
 	(void)session_wait(a, a->sh.done_efd, started, a->quit ? SESSION_QUIT_DRAIN_MS : SESSION_STOP_DRAIN_MS,
 			   "draining their rings into their ports");
-	stats = calloc(a->ncpus, sizeof(*stats));
-	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
-		pump_join(&a->pumps[cpu]);
-		if (stats)
-			stats[cpu] = a->pumps[cpu].stats;
-	}
+	r = session_collect(a, ret_stats, ret_perf);
 	free(a->pumps);
 	a->pumps = NULL;
+	free(a->perf);
+	a->perf = NULL;
 	session_close_efds(&a->sh);
 	tracefs_tracer_reset(&a->tfs); /* the pipes are closed now */
 	a->tracing = false;
 	log_info("session %" PRIu64 " stopped", a->session);
-	if (!stats)
-		return -ENOMEM;
-	*ret_stats = stats;
-	return 0;
+	return r;
 }
