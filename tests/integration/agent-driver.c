@@ -1856,3 +1856,38 @@ TEST(perf_missing_port)
 	}
 	CHECK_INT(drv_down(&d), ==, 0);
 }
+
+/* A perf port nobody reads: STOP still answers after the 10 s drain limit, that CPU's perf
+ * stream reports -ECANCELED and has no end marker; the others are whole. */
+TEST(perf_stop_with_unread_port)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct vt_cpu_stats st[MAXCPU];
+	struct rmsg r;
+	unsigned last;
+
+	CHECK(get_nprocs_conf() >= 2);
+	last = (unsigned)get_nprocs_conf() - 1;
+	CHECK(drv_up(&d, "perfstall", -1) == 0);
+	CHECK(drv_perf_ports(&d, -1) == 0);
+	CHECK(drv_expect(&d, VT_MSG_OK, drv_config_perf(&d, "cpu-clock", 20000, 8, NULL), &r) == 0);
+	rmsg_free(&r);
+	d.pcap[last].stall = true;
+	CHECK(drv_start(&d, 65) == 0);
+	CHECK(d.perf_started_known && d.perf_started[last].error == 0); /* the socket took the begin marker */
+	CHECK(busy_run(1000) != 0);
+	CHECK(drv_stop(&d, 65, st) == 0);
+	CHECK(d.perf_stopped_known);
+	CHECK_INT(d.perf_stopped[last].error, ==, -ECANCELED);
+	CHECK_INT(st[last].error, ==, 0); /* its ftrace stream was read */
+	for (unsigned c = 0; c < d.ncpus; c++) {
+		struct pwalk w = { .self_pid = (uint32_t)getpid() };
+
+		if (c == last)
+			continue;
+		CHECK(check_perf_stream(&d.pcap[c], 65, c, &w) == 0);
+		CHECK(check_perf_counts(&w, &d.perf_stopped[c], c) == 0);
+	}
+	CHECK(log_count(&d, "still draining their rings into their ports") == 1);
+	CHECK_INT(drv_down(&d), ==, 0);
+}
