@@ -96,7 +96,15 @@ static int stop_merge(const char *dir, const char *out, bool compress)
 		return 1;
 	}
 	session_ini_set(dir, "state", "merged");
-	printf("output: %s (%.1f MB)\n", out, stat(out, &st) == 0 ? (double)st.st_size / 1e6 : 0.0);
+	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
+		char data[PATH_MAX + 8];
+
+		snprintf(data, sizeof(data), "%s/data", out);
+		printf("output: %s (perf.data directory, data %.1f MB)\n", out,
+		       stat(data, &st) == 0 ? (double)st.st_size / 1e6 : 0.0);
+	} else {
+		printf("output: %s (%.1f MB)\n", out, stat(out, &st) == 0 ? (double)st.st_size / 1e6 : 0.0);
+	}
 	return r > 0 ? 3 : 0; /* 3: written, but the guest clock is unaligned (said above) */
 }
 

@@ -99,6 +99,25 @@ static int gp_open_cpu(struct merge_guest *g, int dfd, struct gperf_cpu *c)
 	return gp_find_begin(g, c) ? 0 : -ENODATA;
 }
 
+/* The guest kernel's _text from guest/kallsyms ("ffffffff81000000 T _text"), or 0. */
+static uint64_t gp_kernel_text(int dfd)
+{
+	_cleanup_free_ char *text = NULL;
+	const char *p;
+
+	if (util_read_file_at(dfd, "guest/kallsyms", 64u << 20, &text, NULL) < 0)
+		return 0;
+	for (p = text; (p = strstr(p, " _text\n")); p++) {
+		const char *line = p;
+
+		while (line > text && line[-1] != '\n')
+			line--;
+		if (p - line == 18 && (line[17] == 'T' || line[17] == 't'))
+			return strtoull(line, NULL, 16);
+	}
+	return 0;
+}
+
 int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *dir)
 {
 	_cleanup_close_ int dfd = -1;
@@ -115,6 +134,7 @@ int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *
 	if (dfd < 0 || !gp->cpus)
 		return dfd < 0 ? -errno : -ENOMEM;
 	gp->ncpus_total = g->ncpus;
+	gp->ktext = gp_kernel_text(dfd);
 	for (uint32_t i = 0; i < g->ncpus; i++) {
 		struct gperf_cpu *c = &gp->cpus[i];
 		int r;
@@ -322,6 +342,34 @@ void merge_gperf_attrs(struct merge_ctx *m, struct perf_attr_ids *out)
 		a->attr.read_format = m->host.present ? m->host.attrs[0].attr.read_format : 0;
 		a->n_ids = g->ncpus;
 	}
+}
+
+/* The guest kernel's map in its machine (what perf synthesizes for a guest: pid = the
+ * machine's, "[guest.kernel.kallsyms.PID]_text", pgoff = _text), so that guest kernel samples
+ * resolve against the output's kcore_dir__PID/kallsyms. */
+int merge_gperf_kernel_mmap(struct merge_ctx *m)
+{
+	const struct merge_guest *g = &m->guest;
+	uint8_t *p = m->rec;
+	char name[64];
+	size_t nl;
+	struct perf_event_header h = { .type = PERF_RECORD_MMAP, .misc = PERF_RECORD_MISC_GUEST_KERNEL };
+	uint32_t pt[2] = { (uint32_t)g->machine_pid, 0 }, tr[6] = { (uint32_t)g->machine_pid, 0, 0, 0, 0, 0 };
+	uint64_t v[3] = { m->gp.ktext, ~0ull - m->gp.ktext, m->gp.ktext };
+	uint64_t id = g->id_base + g->n_events * g->ncpus;
+
+	if (!m->gp.present || !m->gp.ktext)
+		return 0;
+	nl = ALIGN_UP((size_t)snprintf(name, sizeof(name), "[guest.kernel.kallsyms.%u]_text", pt[0]) + 1, 8);
+	h.size = (uint16_t)(8 + 8 + 24 + nl + VT_PERF_SAMPLE_ID_LEN);
+	memset(p, 0, h.size);
+	memcpy(p, &h, 8);
+	memcpy(p + 8, pt, 8);
+	memcpy(p + 16, v, 24);
+	memcpy(p + 40, name, strlen(name));
+	memcpy(p + 40 + nl, tr, 24); /* pid/tid, time 0, cpu */
+	memcpy(p + 40 + nl + 24, &id, 8);
+	return merge_emit(m, p, 0);
 }
 
 void merge_gperf_name(const struct merge_gperf *gp, size_t e, char *buf, size_t len)

@@ -153,6 +153,8 @@ int merge_out_guest_index(struct merge_ctx *m)
 		r = out_index_chunk(m, i, MIN((size_t)ID_INDEX_MAX_PER_RECORD, total - i));
 	if (r >= 0 && !m->host.present && total)
 		r = out_kernel_mmap(m);
+	if (r >= 0)
+		r = merge_gperf_kernel_mmap(m);
 	return r;
 }
 

@@ -21,6 +21,7 @@ struct merge_ctx {
 	bool index_done, comms_done;
 	uint64_t guest_samples, guest_lost_records, host_written;
 	int zstd;
+	bool out_dir; /* OUT is a perf.data directory (merge-dir.c) */
 	uint8_t rec[65536 + 64] __attribute__((aligned(8)));
 };
 
@@ -38,3 +39,9 @@ int merge_emit(struct merge_ctx *m, const void *rec, uint64_t ts);
 /* merge-gperf.c: writes c's head record, converted; the guest perf attrs (ids set by the caller). */
 int merge_gperf_emit(struct merge_ctx *m, struct gperf_cpu *c);
 void merge_gperf_attrs(struct merge_ctx *m, struct perf_attr_ids *out);
+int merge_gperf_kernel_mmap(struct merge_ctx *m);
+/* merge-dir.c: keeps an existing OUT as OUT.old, decides the output's form (a perf.data
+ * directory when guest kernel symbols go with it) and gives the path of the perf.data to write
+ * into data; finish adds OUT/kcore_dir__<qemu pid>/kallsyms. 0 or -errno (said). */
+int merge_dir_prepare(struct merge_ctx *m, const char *out, char *data, size_t len);
+int merge_dir_finish(struct merge_ctx *m, const char *session_dir, const char *out);

@@ -388,6 +388,7 @@ int merge_clock_state(const char *session_dir, char *why, size_t whylen)
 int merge_run(const struct merge_options *o)
 {
 	_cleanup_free_ struct merge_ctx *m = calloc(1, sizeof(*m));
+	char data[PATH_MAX];
 	int r;
 
 	if (!m)
@@ -396,8 +397,10 @@ int merge_run(const struct merge_options *o)
 	m->zstd = o->zstd_level;
 	if ((r = merge_prepare(m, o)) < 0)
 		goto out;
-	if ((r = perf_writer_open(o->output, o->zstd_level, &m->w)) < 0) {
-		log_error("%s: cannot create: %s", o->output, strerror(-r));
+	if ((r = merge_dir_prepare(m, o->output, data, sizeof(data))) < 0)
+		goto out;
+	if ((r = perf_writer_open(data, o->zstd_level, &m->w)) < 0) {
+		log_error("%s: cannot create: %s", data, strerror(-r));
 		goto out;
 	}
 	if ((r = merge_loop(m)) < 0) {
@@ -407,10 +410,18 @@ int merge_run(const struct merge_options *o)
 	if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
 		goto out;
 	if ((r = merge_out_finish(m)) < 0) {
-		log_error("%s: cannot write: %s", o->output, strerror(-r));
+		log_error("%s: cannot write: %s", data, strerror(-r));
 		goto out;
 	}
-	summary(m, o->output);
+	if ((r = merge_dir_finish(m, o->session_dir, o->output)) < 0) {
+		log_error("%s: cannot add the guest's kallsyms (perf would not name guest kernel functions): %s",
+			  o->output, strerror(-r));
+		goto out;
+	}
+	summary(m, data);
+	if (m->out_dir)
+		printf("  output: a perf.data directory: %s/data and %s/kcore_dir__%" PRIu64 "/kallsyms (the guest's "
+		       "kernel symbols; perf -i %s reads both)\n", o->output, o->output, m->guest.machine_pid, o->output);
 	merge_info(m, o);
 	if (m->guest.present && !m->guest.clock_aligned) {
 		log_error("guest clock UNALIGNED (%s): %s has the guest's events at guest times, not on the "

@@ -252,6 +252,7 @@ struct merge_gperf {
 	uint32_t ncpus_total, streams, dropped_cpus, no_end_cpus;
 	struct gperf_cpu *cpus;
 	uint64_t records, samples, lost_records, lost, bad_records, unknown_ids, reordered;
+	uint64_t ktext; /* guest kernel _text (guest/kallsyms), 0 when unknown */
 };
 
 /* Opens every vCPU's perf spool of a session that asked for guest perf (session.ini guest_perf);

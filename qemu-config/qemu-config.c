@@ -148,12 +148,14 @@ void qemu_config_argv_free(char **argv)
 	free(argv);
 }
 
-static void chardev_id(unsigned i, char *buf, size_t len)
+static void chardev_id(const struct qemu_config *qc, unsigned i, char *buf, size_t len)
 {
 	if (i == 0)
 		snprintf(buf, len, "vt-ctl");
-	else
+	else if (i <= qc->ncpus)
 		snprintf(buf, len, "vt-cpu%u", i - 1);
+	else
+		snprintf(buf, len, "vt-perf%u", i - 1 - qc->ncpus);
 }
 
 /* -chardev and -device virtserialport for port i. */
@@ -162,7 +164,7 @@ static int push_port(struct argv_vec *a, const struct qemu_config *qc, unsigned 
 	char id[32], name[32], path[4096];
 	int r;
 
-	chardev_id(i, id, sizeof(id));
+	chardev_id(qc, i, id, sizeof(id));
 	if (qemu_config_port_name(qc, i, name, sizeof(name)) < 0 ||
 	    qemu_config_port_path(qc, i, path, sizeof(path)) < 0)
 		return -ENOBUFS;

@@ -6,6 +6,8 @@
 #                  SCHED_FIFO (the agent's pump on that CPU waits: the ring overruns)
 #   slow N US      N lines tagged "slow", US microseconds apart (the quiet spell before a burst)
 #   burst N B      like flood, lines tagged "burst"
+#   spin MS [f]    a task "vt-spin" per CPU spins MS ms between "vt-e2e spin begin/end cpu C"
+#                  markers (f: at SCHED_FIFO, starving the agent on that CPU)
 #   bgflood        a workload writing markers as fast as it can in the background, until poweroff
 #   restart-agent  kills the running trace-agent and starts a new one (no arguments)
 #   end            leaves (init then stops the agent and powers off)
@@ -29,6 +31,10 @@ while read -t 120 cmd arg; do
 		set -- $arg
 		/bin/workload -n "$1" -b "$2" -t burst -s 0 -f >/dev/null
 		say "burst done $1 status $?" ;;
+	spin)
+		set -- $arg
+		if [ "$2" = f ]; then /bin/workload -S "$1" -f >/dev/null; else /bin/workload -S "$1" >/dev/null; fi
+		say "spin done $1 status $?" ;;
 	bgflood)
 		/bin/workload -n 2000000000 -b 100000 -t bg -s 0 >/dev/null 2>&1 &
 		say "bgflood started" ;;

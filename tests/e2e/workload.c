@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_MARKER "/sys/kernel/tracing/instances/virtio-trace/trace_marker"
@@ -19,6 +21,7 @@ struct workload_opts {
 	long block; /* lines on one CPU before moving to the next (1: alternate every line) */
 	long delay_us; /* pause after each line */
 	const char *tag; /* "vt-e2e TAG I cpu C" */
+	long spin_ms;    /* -S: a "vt-spin" task per CPU spins this long between two markers */
 	int ncpus;
 };
 
@@ -62,6 +65,64 @@ static int workload_lines(const struct workload_opts *o)
 	return 0;
 }
 
+static long workload_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The spinner's hot loop: kept out of line so a profile can name it. */
+__attribute__((noinline)) static unsigned long workload_spin_hot(unsigned long x)
+{
+	for (int i = 0; i < 100000; i++)
+		x = x * 6364136223846793005ul + 1442695040888963407ul;
+	return x;
+}
+
+/* One child per CPU, pinned: "vt-e2e spin begin cpu C", then named vt-spin for spin_ms of
+ * user-space work, then "vt-e2e spin end cpu C" (guest perf e2e: vt-spin's samples lie between
+ * its markers). */
+static int workload_spin(const struct workload_opts *o)
+{
+	int ok = 0;
+
+	for (int cpu = 0; cpu < o->ncpus; cpu++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return -1;
+		if (pid == 0) {
+			int fd = open(o->marker, O_WRONLY | O_CLOEXEC);
+			unsigned long x = (unsigned long)cpu;
+			char line[64];
+			long end;
+			int n;
+
+			if (fd < 0 || workload_pin(cpu) < 0)
+				_exit(1);
+			n = snprintf(line, sizeof(line), "vt-e2e spin begin cpu %d\n", cpu);
+			if (write(fd, line, (size_t)n) != n)
+				_exit(1);
+			/* Named vt-spin only between the markers, on its own CPU. */
+			prctl(PR_SET_NAME, "vt-spin");
+			for (end = workload_now_ms() + o->spin_ms; workload_now_ms() < end;)
+				x = workload_spin_hot(x);
+			prctl(PR_SET_NAME, "vt-spun");
+			n = snprintf(line, sizeof(line), "vt-e2e spin end cpu %d %lu\n", cpu, x & 1);
+			_exit(write(fd, line, (size_t)n) == n ? 0 : 1);
+		}
+	}
+	for (int cpu = 0; cpu < o->ncpus; cpu++) {
+		int status;
+
+		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+			ok = -1;
+	}
+	return ok;
+}
+
 /* Parent and child bounce one byte: every round trip is two context switches. */
 static int workload_churn(long rounds)
 {
@@ -100,7 +161,7 @@ int main(int argc, char **argv)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	int c;
 
-	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:")) != -1) {
+	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:S:")) != -1) {
 		switch (c) {
 		case 'n': o.lines = strtol(optarg, NULL, 10); break;
 		case 'b': o.block = strtol(optarg, NULL, 10); break;
@@ -114,12 +175,15 @@ int main(int argc, char **argv)
 			break;
 		case 'm': o.marker = optarg; break;
 		case 's': o.switches = strtol(optarg, NULL, 10); break;
+		case 'S': o.spin_ms = strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER]\n");
+			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER] [-S SPIN_MS]\n");
 			return 2;
 		}
 	}
 	o.ncpus = n < 1 ? 1 : n > 256 ? 256 : (int)n; /* every online CPU */
+	if (o.spin_ms > 0)
+		return workload_spin(&o) < 0 ? 1 : 0;
 	if (o.lines < 0 || o.block < 1 || o.switches < 0 || workload_lines(&o) < 0 || workload_churn(o.switches) < 0)
 		return 1;
 	printf("workload: %ld lines over %d cpus, %ld round trips\n", o.lines, o.ncpus, o.switches);

@@ -49,7 +49,7 @@ check "FIFO pair of cpu0 exists" test -p "$VMDIR/trace-path-cpu0.in" -a -p "$VMD
 coproc HOLD { exec python3 "$HELP" hold "$VMDIR"; }
 HOLD_PID=$HOLD_PID
 read -r -t 10 line <&"${HOLD[0]}" || { fail "FIFO holder did not come up"; finish; exit 1; }
-check "holder has every FIFO open ($line)" test "$line" = "ready $((2 * (NCPU + 1)))"
+check "holder has every FIFO open ($line)" test "$line" = "ready $((2 * (2 * NCPU + 1)))"
 
 # Stale bytes before anything runs: an old session's pages on cpu0, junk in both control
 # directions (the agent must skip what waits on agent-ctl-path.in).

@@ -13,16 +13,16 @@ d=$tmp/vms/vm1
 
 fifos_ok() { # DIR NCPUS
 	local p
-	for p in agent-ctl-path $(seq -f 'trace-path-cpu%g' 0 $(($2 - 1))); do
+	for p in agent-ctl-path $(seq -f 'trace-path-cpu%g' 0 $(($2 - 1))) $(seq -f 'perf-path-cpu%g' 0 $(($2 - 1))); do
 		[ -p "$1/$p.in" ] && [ -p "$1/$p.out" ] || { echo "no FIFO pair $1/$p" >&2; return 1; }
 	done
-	[ "$(find "$1" -maxdepth 1 -type p | wc -l)" -eq $((2 * ($2 + 1))) ]
+	[ "$(find "$1" -maxdepth 1 -type p | wc -l)" -eq $((2 * (2 * $2 + 1))) ]
 }
 mode_of() { stat -c %a "$1"; }
 
 "$T" setup --name vm1 --cpus 2 --dir "$d" >"$tmp/args1"
 check "setup exits 0" test $? -eq 0
-check "FIFO pairs for ctl + 2 CPUs" fifos_ok "$d" 2
+check "FIFO pairs for ctl + 2 CPUs (trace and perf)" fifos_ok "$d" 2
 check "FIFO mode 0660" test "$(mode_of "$d/trace-path-cpu1.out")" = 660
 check "dir mode 0750" test "$(mode_of "$d")" = 750
 "$T" setup --name vm1 --cpus 2 --dir "$d" >"$tmp/args2"
@@ -36,6 +36,9 @@ check "--owner exits 0" test $? -eq 0
 check "FIFO owned by nobody" test "$(stat -c %U:%G "$d/trace-path-cpu0.in")" = nobody:nogroup
 check_out "qemu args name the debug threads" '^-name vm1,debug-threads=on \\$' cat "$tmp/args1"
 check_out "qemu args use the pipe chardev" "^-chardev pipe,id=vt-cpu1,path=$d/trace-path-cpu1 \\\\$" cat "$tmp/args1"
+check_out "qemu args carry the guest perf ports" "name=perf-path-cpu1" cat "$tmp/args1"
+"$T" setup --name vm2 --cpus 2 --dir "$tmp/vm2" --guest-perf no >/dev/null
+check "--guest-perf no: no perf-path FIFOs" test ! -e "$tmp/vm2/perf-path-cpu0.in" -a -p "$tmp/vm2/trace-path-cpu1.in"
 
 # A regular file where a FIFO belongs: error naming it, exit non-zero, file untouched.
 : >"$d/trace-path-cpu2.out"

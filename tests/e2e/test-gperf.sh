@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# e2e: guest perf (start --guest-perf) on the real guest, judged by the real perf (tests/e2e/lib.sh).
+#   1. a "vt-spin" task per vCPU spins between two markers while the guest is sampled at 1000 Hz
+#      with call chains: perf report shows vt-spin under the guest machine (cpu-clock:G), perf
+#      script tags its samples VM:<qemu pid> VCPU:<n> on both vCPUs with call chains, every one of
+#      them lies between its own vCPU's begin and end markers (within the clock's error bound),
+#      guest samples interleave with host events, and perf prints no warning;
+#   2. the same spinner at SCHED_FIFO beside an 8 KiB guest perf ring: the agent cannot drain it,
+#      the kernel's LOST records reach perf (report --stats) and the stop summary says as much.
+. "$(dirname "$0")/lib.sh"
+
+e2e_init gperf
+out=$T/out.data
+
+# Guest times of vt-spin samples and of its markers: "vcpu kind time" lines (kind s|b|e).
+# perf script -F vcpu,comm,time,event,trace prints "VCPU:001 COMM TIME: EVENT: ...".
+spin_lines() {
+	"$PERF" script -i "$1" -F vcpu,comm,time,event,trace 2>/dev/null | awk '
+		{ v = $1; sub(/^VCPU: */, "", v); t = ""; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = $i; break } sub(/:$/, "", t) }
+		$2 == "vt-spin" && /cpu-clock:G/ { print v + 0, "s", t; next }
+		/vt-e2e spin begin cpu/ { print $NF + 0, "b", t; next }
+		/vt-e2e spin end cpu/ { print $(NF - 1) + 0, "e", t }'
+}
+
+# spin "MS [f]": the guest's vt-spin tasks, waited for.
+spin() { e2e_say "spin $1" && e2e_wait "^vt-e2e: spin done ${1%% *} status 0" 60; }
+
+# Every vt-spin sample of a vCPU lies within [begin - bound, end + bound] of that vCPU's markers.
+spin_in_window() { # FILE BOUND_NS
+	spin_lines "$1" | awk -v b="$2" '
+		{ t[NR] = $3; v[NR] = $1; k[NR] = $2 }
+		$2 == "b" { lo[$1] = $3 } $2 == "e" { hi[$1] = $3 }
+		END {
+			for (i = 1; i <= NR; i++) if (k[i] == "s") {
+				n[v[i]]++
+				if (!(v[i] in lo) || !(v[i] in hi) || t[i] < lo[v[i]] - b / 1e9 || t[i] > hi[v[i]] + b / 1e9) bad++
+			}
+			for (c in n) printf "vcpu%d: %d vt-spin samples in [%s, %s]\n", c, n[c], lo[c], hi[c] > "/dev/stderr"
+			printf "%d outside their window (bound %d ns)\n", bad, b > "/dev/stderr"
+			exit !(n[0] > 100 && n[1] > 100 && !bad)
+		}'
+}
+
+check "boot 2 vCPUs (setup's ports include perf-path-cpuN)" e2e_boot --cpus 2
+qpid=$(e2e_qemu_pid)
+check "QEMU has the perf ports" grep -q 'perf-path-cpu1' "/proc/$qpid/cmdline"
+check_out "start --guest-perf" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf
+check_out "status: guest perf rows" '^perf cpu1: [0-9]+ records' e2e_status
+check "guest: vt-spin on each vCPU for 1.5 s" spin 1500
+sum=$(e2e_stop -o "$out" 2>&1)
+check "stop exits 0" test $? -eq 0
+echo "$sum"
+check "agent: the perf rings went by vmsplice, no copy through user space (no write() fallback in its log)" \
+	bash -c '! tr -d "\r" <"$1" | grep -E "trace-agent.*(from the mapping|refuses vmsplice)"' _ "$LOG"
+check_out "summary: guest perf counted per vCPU, nothing lost in transport" '^perf cpu1: [0-9]+ records \([0-9]+ samples.*guest sent [0-9]+ bytes, 0 lost in transport' echo "$sum"
+check_out "merge summary: guest perf records written" 'perf: +guest perf 1 event\(s\), 2/2 vCPU streams, [0-9]+ records written' echo "$sum"
+check_out "merge summary: clock aligned" 'clock: +aligned' echo "$sum"
+check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
+check_out "perf report: vt-spin's samples under the guest event" 'cpu-clock:G' "$PERF" report -i "$out" --stdio --sort comm
+check_out "perf report --sort comm: vt-spin is the guest's busiest task" '^ +[0-9.]+% +[0-9.]+% +vt-spin' \
+	bash -c '"$1" report -i "$2" --stdio --sort comm 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } on && /%/ { print; exit }"' _ "$PERF" "$out"
+check_out "perf script: guest samples tagged VM:<qemu pid> VCPU:000" "^VM: *$qpid +VCPU: *000 +vt-spin .*cpu-clock:G" \
+	"$PERF" script -i "$out" -F machine_pid,vcpu,comm,event
+check_out "perf script: and VCPU:001" "^VM: *$qpid +VCPU: *001 +vt-spin .*cpu-clock:G" \
+	"$PERF" script -i "$out" -F machine_pid,vcpu,comm,event
+check "perf script: vt-spin samples carry user call chains (3+ frames: the workload has frame pointers)" \
+	bash -c '"$1" script -i "$2" -F comm,event,ip 2>/dev/null |
+	awk "/^ *vt-spin .*cpu-clock:G/ { s = 1; n = 0; next } s && /^[ \t]+[0-9a-f]+\$/ { if (++n == 3) ok++; next } { s = 0 }
+	END { print ok + 0, \"samples with 3+ frames\" > \"/dev/stderr\"; exit !(ok > 50) }"' _ "$PERF" "$out"
+# Guest kernel symbols with no options: OUT is a perf.data directory with the guest's kallsyms.
+check "stop -o OUT wrote a perf.data directory: OUT/data" test -f "$out/data"
+check "... and OUT/kcore_dir__$qpid/kallsyms (the session's guest/kallsyms)" cmp -s "$out/kcore_dir__$qpid/kallsyms" "$(e2e_session)/guest/kallsyms"
+gsyms=$("$PERF" report -i "$out" --stdio --no-children --sort dso,sym 2>/dev/null |
+	awk '/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /\[guest\.kernel\.kallsyms\.[0-9]+\] +\[g\] / { print $NF }')
+check "perf report names guest kernel functions ($(wc -w <<<"$gsyms"): $(head -c 120 <<<"$gsyms" | tr '\n' ' '))" test -n "$gsyms"
+check "every one is a function of the guest kernel's kallsyms, none a raw address" bash -c '
+	for s in $1; do grep -q " $s\$\| $s	" "$2" || { echo "not in guest kallsyms: $s" >&2; exit 1; }; done' _ "$gsyms" "$(e2e_session)/guest/kallsyms"
+check_out "host samples still name host kernel functions" '\[kernel\.kallsyms\] +\[k\] __schedule' \
+	bash -c '"$1" report -i "$2" --stdio --no-children --sort dso,sym 2>/dev/null | awk "/of event .sched:sched_switch./ { on = 1; next } /of event/ { on = 0 } on"' _ "$PERF" "$out"
+bound=$(sed -n 's/^clock_error_bound_ns=//p' "$(e2e_session)/merge.ini")
+check "every vt-spin sample lies between its vCPU's markers (+- ${bound:-?} ns)" spin_in_window "$out" "${bound:-0}"
+check "guest samples interleave with host events" bash -c '"$1" script -i "$2" -F event 2>/dev/null | awk "
+	/cpu-clock:G/ { g++; if (h) between = 1; next } /sched:sched_switch/ && !/guest_/ { h++; if (between) ok = 1 }
+	END { exit !(g && h && ok) }"' _ "$PERF" "$out"
+
+# 2: the ring overflows; LOST reaches perf.
+check_out "start --guest-perf --guest-perf-kb 8" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf --guest-perf-kb 8
+check "guest: vt-spin at SCHED_FIFO for 2 s" spin "2000 f"
+sum=$(e2e_stop -o "$out" 2>&1)
+check "stop exits 0" test $? -eq 0
+echo "$sum"
+check "guest powers off cleanly" e2e_end
+check "stop -o on an existing perf.data directory keeps it as OUT.old, like perf record" test -f "$out.old/data"
+lost=$(sed -n 's/.* \([0-9][0-9]*\) LOST records for \([0-9][0-9]*\) samples lost.*/\1/p' <<<"$sum")
+check "merge summary: the guest kernel's LOST records (${lost:-none})" test "${lost:-0}" -gt 0
+check_out "perf report --stats counts them" "LOST events: +${lost:-x} " "$PERF" report -i "$out" --stats
+check "perf script/report: no warning but perf's own about the LOST records" bash -c '
+	e=$("$1" script -i "$2" 2>&1 >/dev/null; "$1" report -i "$2" --stdio 2>&1 >/dev/null)
+	e=$(grep -vE "^(Warning:|Processed [0-9]+ events and lost [0-9]+ chunks!|Check IO/CPU overload!|)\$" <<<"$e")
+	[ -z "$e" ] || { echo "perf said: $e" >&2; false; }' _ "$PERF" "$out"
+finish
