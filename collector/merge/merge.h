@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* trace-collector merge: session dir (guest pages + host perf.data) → one perf.data.
- * merge.c drives the k-way merge and writes; merge-guest.c reads the guest side;
- * merge-host.c reads the host recording. */
+/* trace-collector merge: session dir (guest pages and perf records + host perf.data) → one
+ * perf.data. merge.c drives the k-way merge over the host recording (host.c) and the guest's
+ * streams behind one interface (a vCPU's ftrace pages: guest.c; its perf records: gperf.c);
+ * out.c and dir.c write. */
 #pragma once
 
 #include <stdbool.h>

@@ -13,7 +13,7 @@
 #include "log.h"
 #include "merge.h"
 #include "collector.h"
-#include "merge-out.h"
+#include "out.h"
 #include "perf_reader.h"
 #include "perf_writer.h"
 #include "tracing_data.h"
@@ -81,38 +81,84 @@ static int emit_host(struct merge_ctx *m, struct host_rec *q, bool immediate)
 	return merge_emit(m, q->data, immediate ? 0 : q->ts);
 }
 
-/* The guest CPU whose head is earliest, or NULL. */
-static struct guest_cpu *guest_min(struct merge_ctx *m, uint64_t *ret_ts)
+/* The guest's streams, one kind per row: a vCPU's ftrace pages (guest.c), its perf records
+ * (gperf.c). A new kind of stream is one more row. */
+static bool src_ftrace_peek(struct merge_ctx *m, void *st, uint64_t *ret_ts)
 {
-	struct guest_cpu *best = NULL;
-	uint64_t bt = UINT64_MAX;
+	struct guest_cpu *c = st;
 
-	for (uint32_t i = 0; m->guest.present && i < m->guest.ncpus; i++) {
-		struct guest_cpu *c = &m->guest.cpus[i];
-		uint64_t t;
-
-		if (!merge_guest_peek(&m->guest, c))
-			continue;
-		t = c->pending_lost ? c->lost_ts : c->head_ts;
-		if (t < bt)
-			bt = t, best = c;
-	}
-	*ret_ts = bt;
-	return best;
+	if (!merge_guest_peek(&m->guest, c))
+		return false;
+	*ret_ts = c->pending_lost ? c->lost_ts : c->head_ts;
+	return true;
 }
 
-/* The guest perf stream whose head is earliest, or NULL. */
-static struct gperf_cpu *gperf_min(struct merge_ctx *m, uint64_t *ret_ts)
+static int src_ftrace_emit(struct merge_ctx *m, void *st)
 {
-	struct gperf_cpu *best = NULL;
-	uint64_t bt = UINT64_MAX;
+	return merge_out_guest(m, st);
+}
 
-	for (uint32_t i = 0; m->gp.present && i < m->gp.ncpus_total; i++) {
-		struct gperf_cpu *c = &m->gp.cpus[i];
+static void *src_ftrace_state(struct merge_ctx *m, size_t i)
+{
+	return m->guest.present && i < m->guest.ncpus ? &m->guest.cpus[i] : NULL;
+}
 
-		if (merge_gperf_peek(&m->gp, &m->guest, c) && c->head_ts < bt)
-			bt = c->head_ts, best = c;
-	}
+static bool src_gperf_peek(struct merge_ctx *m, void *st, uint64_t *ret_ts)
+{
+	struct gperf_cpu *c = st;
+
+	if (!merge_gperf_peek(&m->gp, &m->guest, c))
+		return false;
+	*ret_ts = c->head_ts;
+	return true;
+}
+
+static int src_gperf_emit(struct merge_ctx *m, void *st)
+{
+	return merge_gperf_emit(m, st);
+}
+
+static void *src_gperf_state(struct merge_ctx *m, size_t i)
+{
+	return m->gp.present && i < m->gp.ncpus_total ? &m->gp.cpus[i] : NULL;
+}
+
+static const struct merge_source_kind {
+	void *(*state)(struct merge_ctx *m, size_t i); /* the i-th stream of this kind, or NULL */
+	bool (*peek)(struct merge_ctx *m, void *state, uint64_t *ret_ts); /* next record's time */
+	int (*emit)(struct merge_ctx *m, void *state); /* writes the record peek found */
+} source_kinds[] = {
+	{ .state = src_ftrace_state, .peek = src_ftrace_peek, .emit = src_ftrace_emit },
+	{ .state = src_gperf_state, .peek = src_gperf_peek, .emit = src_gperf_emit },
+};
+
+/* Every guest stream of every kind (the host recording is merged beside them in merge_loop). */
+static int merge_sources(struct merge_ctx *m)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < ARRAY_SIZE(source_kinds); k++)
+		for (size_t i = 0; source_kinds[k].state(m, i); i++)
+			n++;
+	m->src = calloc(n + 1, sizeof(*m->src));
+	if (!m->src)
+		return -ENOMEM;
+	for (size_t k = 0; k < ARRAY_SIZE(source_kinds); k++)
+		for (size_t i = 0; source_kinds[k].state(m, i); i++)
+			m->src[m->n_src++] = (struct merge_source){ .kind = &source_kinds[k],
+								 .state = source_kinds[k].state(m, i) };
+	return 0;
+}
+
+/* The guest stream whose next record is earliest (the first on ties), or NULL. */
+static struct merge_source *source_min(struct merge_ctx *m, uint64_t *ret_ts)
+{
+	struct merge_source *best = NULL;
+	uint64_t bt = UINT64_MAX, t;
+
+	for (size_t i = 0; i < m->n_src; i++)
+		if (m->src[i].kind->peek(m, m->src[i].state, &t) && (!best || t < bt))
+			bt = t, best = &m->src[i];
 	*ret_ts = bt;
 	return best;
 }
@@ -122,9 +168,8 @@ static int merge_loop(struct merge_ctx *m)
 	for (;;) {
 		struct host_rec *q = NULL;
 		bool imm = false;
-		uint64_t gts, pts;
-		struct guest_cpu *c;
-		struct gperf_cpu *pc;
+		uint64_t gts;
+		struct merge_source *g;
 		int r = m->host.present ? merge_host_peek(&m->host, &q, &imm) : 0;
 
 		if (r < 0)
@@ -137,22 +182,17 @@ static int merge_loop(struct merge_ctx *m)
 				return r;
 			continue;
 		}
-		c = guest_min(m, &gts);
-		pc = gperf_min(m, &pts);
-		if (pc && pts < gts && (!q || pts < q->ts)) {
-			if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
-				return r;
-			r = merge_gperf_emit(m, pc);
-		} else if (q && (!c || q->ts <= gts)) {
+		g = source_min(m, &gts);
+		if (q && (!g || q->ts <= gts)) { /* the host first on ties */
 			merge_host_take(&m->host);
 			r = emit_host(m, q, false);
 			free(q);
-		} else if (c) {
+		} else if (g) {
 			/* perf must see the guest ID_INDEX (and so perf_guest) before any guest
 			 * record: samples delivered before it are dropped as host-side noise. */
 			if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
 				return r;
-			r = merge_out_guest(m, c);
+			r = g->kind->emit(m, g->state);
 		} else {
 			return 0;
 		}
@@ -367,7 +407,7 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		return r;
 	if (m->guest.present && (r = merge_guest_scan(&m->guest)) < 0)
 		return r;
-	if ((r = merge_gperf_load(&m->gp, &m->guest, o->session_dir)) < 0)
+	if ((r = merge_gperf_load(&m->gp, &m->guest, o->session_dir)) < 0 || (r = merge_sources(m)) < 0)
 		return r;
 	return merge_out_attrs(m);
 }
@@ -436,5 +476,6 @@ out:
 	merge_guest_free(&m->guest);
 	merge_gperf_free(&m->gp);
 	merge_vcpu_free(&m->vcpu);
+	free(m->src);
 	return r;
 }

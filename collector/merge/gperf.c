@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "merge.h"
-#include "merge-out.h"
+#include "out.h"
 #include "perf_writer.h"
 #include "util.h"
 

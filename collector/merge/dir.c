@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "merge-out.h"
+#include "out.h"
 #include "util.h"
 
 #define KALLSYMS_MAX (64u << 20)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "merge-out.h"
+#include "out.h"
 
 #include <errno.h>
 #include <stdio.h>

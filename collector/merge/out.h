@@ -6,6 +6,13 @@
 #include "merge.h"
 #include "tracing_data.h"
 
+/* One time-ordered guest stream of the k-way merge: a kind (merge.c's table) and its state. */
+struct merge_source_kind;
+struct merge_source {
+	const struct merge_source_kind *kind;
+	void *state;
+};
+
 struct merge_ctx {
 	struct merge_host host;
 	struct merge_guest guest;
@@ -21,7 +28,9 @@ struct merge_ctx {
 	bool index_done, comms_done;
 	uint64_t guest_samples, guest_lost_records, host_written;
 	int zstd;
-	bool out_dir; /* OUT is a perf.data directory (merge-dir.c) */
+	bool out_dir; /* OUT is a perf.data directory (dir.c) */
+	struct merge_source *src; /* every guest stream */
+	size_t n_src;
 	uint8_t rec[65536 + 64] __attribute__((aligned(8)));
 };
 
