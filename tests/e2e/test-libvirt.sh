@@ -154,16 +154,16 @@ else
 		set -e
 		trace-collector setup --name "$VM_NAME" --cpus 2 --dir "$VM" --transport socket --format libvirt --owner libvirt-qemu:libvirt-qemu --live "$VM_NAME"
 	) >"$T/attach.log" 2>&1
-	check "README's live attach: 3 channels attached ($(tr '\n' ' ' <"$T/attach.log"))" \
-		grep -q "^libvirt domain $VM_NAME: 3 channels attached, 0 already there (also in its persistent configuration)" "$T/attach.log"
+	check "README's live attach: 5 channels attached (control, 2 trace, 2 perf) ($(tr '\n' ' ' <"$T/attach.log"))" \
+		grep -q "^libvirt domain $VM_NAME: 5 channels attached, 0 already there (also in its persistent configuration)" "$T/attach.log"
 	again=$(LIBVIRT_DEFAULT_URI=$URI "$TRACE_COLLECTOR" setup --name "$VM_NAME" --cpus 2 --dir "$VM" --transport socket \
 		--format libvirt --owner libvirt-qemu:libvirt-qemu --live "$VM_NAME" 2>&1)
-	check_out "a second live attach adds nothing" "^libvirt domain $VM_NAME: 0 channels attached, 3 already there" echo "$again"
-	check_out "the running domain has the 3 channels" '^3$' \
+	check_out "a second live attach adds nothing" "^libvirt domain $VM_NAME: 0 channels attached, 5 already there" echo "$again"
+	check_out "the running domain has the 5 channels" '^5$' \
 		bash -c 'virsh -c "$1" dumpxml "$2" | grep -c "<channel type=.unix.>"' _ "$URI" "$VM_NAME"
-	check_out "the persistent config has them too (--config)" '^3$' \
+	check_out "the persistent config has them too (--config)" '^5$' \
 		bash -c 'virsh -c "$1" dumpxml --inactive "$2" | grep -c "<channel type=.unix.>"' _ "$URI" "$VM_NAME"
-	for s in agent-ctl-path trace-path-cpu0 trace-path-cpu1; do
+	for s in agent-ctl-path trace-path-cpu0 trace-path-cpu1 perf-path-cpu0 perf-path-cpu1; do
 		check "QEMU created $s.sock" test -S "$VM/$s.sock"
 	done
 fi

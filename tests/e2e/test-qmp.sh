@@ -24,7 +24,7 @@ echo "$sout"
 check "setup --qmp succeeds" test $rc -eq 0
 check_out "setup --qmp hot-plugged the controller" '^added: -device virtio-serial-pci,id=vt-serial0' echo "$sout"
 check_out "setup --qmp hot-plugged cpu1's port" '^added: -device virtserialport,bus=vt-serial0.0,nr=3,chardev=vt-cpu1,name=trace-path-cpu1' echo "$sout"
-check_out "setup --qmp says what it did" 'QMP .*: 7 devices and chardevs added, 0 already there' echo "$sout"
+check_out "setup --qmp says what it did" 'QMP .*: 11 devices and chardevs added, 0 already there' echo "$sout"
 check "the agent found the hot-plugged control port" e2e_wait 'trace-agent: waiting for the host' 30
 check_out "start on the hot-plugged ports" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512
 check "guest workload ($n lines)" e2e_run "$n"
@@ -39,6 +39,6 @@ check "all $n markers present once, in order" e2e_markers "$out" "$n"
 check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
 again=$(tc setup --name "$VM_NAME" --cpus 2 --dir "$VM" --transport "$transport" --qmp "$QMP" 2>&1); rc=$?
 check "setup --qmp again succeeds" test $rc -eq 0
-check_out "setup --qmp again adds nothing" 'QMP .*: 0 devices and chardevs added, 7 already there' echo "$again"
+check_out "setup --qmp again adds nothing" 'QMP .*: 0 devices and chardevs added, 11 already there' echo "$again"
 check "guest powers off cleanly" e2e_end
 finish

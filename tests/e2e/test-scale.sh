@@ -38,8 +38,8 @@ vcpus16() {
 	qpid=$(e2e_qemu_pid)
 	mapfile -t tids < <(e2e_vcpu_tids "$qpid" 16)
 	check "QEMU runs 16 named vCPU threads" test "${#tids[@]}" -eq 16
-	check "QEMU carries the ports on 3 virtio-serial controllers" \
-		test "$(tr '\0' '\n' <"/proc/$qpid/cmdline" | grep -c '^virtio-serial-pci,')" -eq 3
+	check "QEMU carries the 33 ports (control, 16 trace, 16 perf) on 5 virtio-serial controllers" \
+		test "$(tr '\0' '\n' <"/proc/$qpid/cmdline" | grep -c '^virtio-serial-pci,')" -eq 5
 	check_out "start: every CPU streams" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --buffer-kb 256
 	check "guest workload ($n lines over 16 CPUs)" e2e_run "$n"
 	check "status names no CPU missing" bash -c '! grep -q "NOT TRACED" <<<"$1"' _ "$(e2e_status)"
