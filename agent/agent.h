@@ -175,6 +175,12 @@ void perf_join(struct perf_pump *p);
 int perf_synth_tasks(const struct pump_port *port, unsigned cpu, uint64_t id, uint64_t time,
 		     uint64_t *ret_records, uint64_t *ret_bytes);
 
+/* ---- clocks.c: trace clocks read from user space, and their measured steps ---- */
+/* The user-space reading of a trace clock; -EOPNOTSUPP for clocks that have none. */
+int clocks_read(const char *clock, uint64_t *ret);
+/* "mono=4000000ns mono_raw=... x86-tsc=38cycles": each readable clock's smallest step. */
+void clocks_resolution(char *buf, size_t len);
+
 /* ---- agent.c / session.c / control.c / meta.c ---- */
 /* A guest file kept across sessions while its key (what it depends on) is unchanged. */
 struct meta_cache {
@@ -203,6 +209,7 @@ struct agent {
 	struct pump *pumps;
 	struct perf_pump *perf; /* NULL: the session runs no guest perf */
 	struct meta_cache kallsyms;
+	char clock_res[256]; /* clocks_resolution(), measured at the first HELLO */
 };
 
 void config_free(struct agent_config *c);

@@ -111,6 +111,9 @@ static void control_hello(struct agent *a, const struct vt_msg *m, struct vt_buf
 	vt_put_str(out, VT_A_RELEASE, u.release);
 	vt_put_str(out, VT_A_ARCH, u.machine);
 	vt_put_str(out, VT_A_CLOCKS, clocks ? clocks : "");
+	if (!a->clock_res[0]) /* measured once: ~30 ms per clock at most */
+		clocks_resolution(a->clock_res, sizeof(a->clock_res));
+	vt_put_str(out, VT_A_CLOCK_RES, a->clock_res);
 	vt_put_u32(out, VT_A_STATE, a->tracing ? VT_STATE_TRACING : VT_STATE_IDLE);
 	if (a->tracing)
 		vt_put_u64(out, VT_A_SESSION_ACTIVE, a->session);
@@ -325,32 +328,6 @@ static void control_stop(struct agent *a, const struct vt_msg *m, struct vt_buf 
 	(void)vt_msg_end(out);
 }
 
-/* The user-space reading of a trace clock; -EOPNOTSUPP for clocks that have none. */
-static int control_clock_read(const char *clock, uint64_t *ret)
-{
-	static const struct {
-		const char *name;
-		clockid_t id;
-	} clocks[] = {
-		{ "mono", CLOCK_MONOTONIC }, { "mono_raw", CLOCK_MONOTONIC_RAW },
-		{ "boot", CLOCK_BOOTTIME }, { "tai", CLOCK_TAI },
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(clocks); i++) {
-		if (!strcmp(clock, clocks[i].name)) {
-			*ret = util_now_ns(clocks[i].id);
-			return 0;
-		}
-	}
-#if defined(__x86_64__) || defined(__i386__)
-	if (!strcmp(clock, "x86-tsc")) {
-		*ret = __builtin_ia32_rdtsc();
-		return 0;
-	}
-#endif
-	return -EOPNOTSUPP;
-}
-
 static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 {
 	uint64_t id, host = 0, guest = 0;
@@ -363,7 +340,7 @@ static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf
 	}
 	(void)vt_msg_u64(m, VT_A_HOST_TIME, &host);
 	(void)vt_msg_u32(m, VT_A_MARK, &mark);
-	if (control_clock_read(a->cfg.clock, &guest) < 0) {
+	if (clocks_read(a->cfg.clock, &guest) < 0) {
 		control_error(out, m->hdr.seq, EOPNOTSUPP, "trace clock '%s' has no user-space reading "
 			      "to probe: configure mono, boot, mono_raw, tai or x86-tsc", a->cfg.clock);
 		return;
@@ -372,7 +349,7 @@ static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf
 		snprintf(line, sizeof(line), "vt-probe %" PRIu64 "\n", id);
 		if (tracefs_write(&a->tfs, "trace_marker", line) < 0)
 			log_debug("trace_marker write failed: %m");
-		(void)control_clock_read(a->cfg.clock, &guest);
+		(void)clocks_read(a->cfg.clock, &guest);
 	}
 	vt_msg_begin(out, VT_MSG_PROBE_REPLY, m->hdr.seq);
 	vt_put_u64(out, VT_A_PROBE_ID, id);

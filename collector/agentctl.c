@@ -288,6 +288,8 @@ int agentctl_parse_hello(const struct vt_msg *m, struct agent_hello *ret)
 	copy_str(m, VT_A_ARCH, h.arch, sizeof(h.arch));
 	copy_str(m, VT_A_CLOCKS, h.clocks, sizeof(h.clocks));
 	copy_str(m, VT_A_AGENT_VERSION, h.agent_version, sizeof(h.agent_version));
+	copy_str(m, VT_A_CLOCK_RES, h.clock_res, sizeof(h.clock_res));
+	printable_inplace(h.clock_res);
 	/* These strings land in session.ini and the log: keep them on one printable line. */
 	printable_inplace(h.release);
 	printable_inplace(h.arch);

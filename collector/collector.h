@@ -99,6 +99,7 @@ struct session_info {
 	uint32_t ncpus, page_size;
 	pid_t qemu_pid;
 	char guest_clock[32];
+	char guest_clock_res[256]; /* the agent's measured clock steps (hello) */
 	char clock_method[8];
 	uint64_t clock_samples, clock_error_bound_ns; /* clock.ini's, once written */
 	char events[1024];
@@ -168,6 +169,7 @@ int setup_libvirt_attach(const struct qemu_config *qc, const char *domain);
 struct agent_hello {
 	uint32_t ncpus, page_size, state;
 	char release[128], arch[32], clocks[512], agent_version[64];
+	char clock_res[256]; /* each readable clock's measured step, "mono=4000000ns x86-tsc=38cycles" */
 };
 struct agentctl;
 int agentctl_new(struct daemon *d, struct port *port, struct event_base *base, struct agentctl **ret);

@@ -133,6 +133,9 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 
 /* ---- start sequence ---- */
 
+#define COARSE_CLOCK_NS 1000000ull /* a guest clock stepping this much is coarse for ptp */
+#define FINE_TSC_CYCLES 100000ull
+
 /* Bytes an earlier session left in a FIFO (QEMU's pipe chardev never drops them). */
 static void daemon_drain(struct port *p)
 {
@@ -219,6 +222,42 @@ static bool kvm_debugfs_has(const char *debugfs, pid_t pid)
 	return found;
 }
 
+/* The step the agent measured for clock name ("name=NUMBERunit" in its hello), 0 when unknown. */
+static uint64_t clock_step(const char *res, const char *name, const char *unit)
+{
+	size_t l = strlen(name);
+	char *end;
+	uint64_t v;
+
+	for (const char *p = res; (p = strstr(p, name)); p += l) {
+		if ((p != res && p[-1] != ' ') || p[l] != '=')
+			continue;
+		v = strtoull(p + l + 1, &end, 10);
+		return !strncmp(end, unit, strlen(unit)) ? v : 0;
+	}
+	return 0;
+}
+
+/* The ptp method's guest trace clock: mono, unless mono is coarse here (a guest on the jiffies
+ * clocksource steps every 4 ms) and the guest has a fine x86-tsc: then x86-tsc, whose rate the
+ * fit measures (clockfit guest_scale). Guest perf stamps records with mono: it keeps mono. */
+static const char *daemon_ptp_clock(struct daemon *d)
+{
+	uint64_t mono = clock_step(d->hello.clock_res, "mono", "ns");
+	uint64_t tsc = clock_step(d->hello.clock_res, "x86-tsc", "cycles");
+
+	if (mono < COARSE_CLOCK_NS || !clocks_has(d->hello.clocks, "x86-tsc") || !tsc || tsc > FINE_TSC_CYCLES)
+		return "mono";
+	if (d->o->perf.events) {
+		log_warn("the guest's mono clock steps every %.1f ms; guest perf needs it, so guest events and "
+			 "samples are aligned only to within a step", (double)mono / 1e6);
+		return "mono";
+	}
+	log_info("the guest's mono clock steps every %.1f ms (jiffies clocksource?): tracing with x86-tsc "
+		 "(steps of %llu cycles) instead", (double)mono / 1e6, (unsigned long long)tsc);
+	return "x86-tsc";
+}
+
 /* --clock auto: kvm only when kvm debugfs has this VM and the guest offers x86-tsc. An
  * explicit --clock kvm that cannot work fails the start; auto falls back to ptp. */
 static int daemon_choose_clock(struct daemon *d)
@@ -246,7 +285,9 @@ static int daemon_choose_clock(struct daemon *d)
 		want = "ptp";
 	}
 	snprintf(d->s.clock_method, sizeof(d->s.clock_method), "%s", want);
-	snprintf(d->s.guest_clock, sizeof(d->s.guest_clock), "%s", !strcmp(want, "kvm") ? "x86-tsc" : "mono");
+	snprintf(d->s.guest_clock, sizeof(d->s.guest_clock), "%s",
+		 !strcmp(want, "kvm") ? "x86-tsc" : daemon_ptp_clock(d));
+	snprintf(d->s.guest_clock_res, sizeof(d->s.guest_clock_res), "%s", d->hello.clock_res);
 	return 0;
 }
 

@@ -148,6 +148,7 @@ int session_write(const struct session_info *s)
 	ini_u64(f, "page_size", s->page_size);
 	ini_u64(f, "qemu_pid", (uint64_t)s->qemu_pid);
 	ini_str(f, "guest_clock", s->guest_clock);
+	ini_str(f, "guest_clock_res", s->guest_clock_res);
 	ini_str(f, "clock_method", s->clock_method);
 	ini_u64(f, "clock_samples", s->clock_samples);
 	ini_u64(f, "clock_error_bound_ns", s->clock_error_bound_ns);

@@ -53,6 +53,14 @@ static int ini_line(struct clock_map *m, char *line)
 	}
 	if (!strcmp(line, "samples"))
 		return util_parse_u64(val, UINT64_MAX, &m->samples) < 0 ? -EBADMSG : 0;
+	if (!strcmp(line, "guest_scale")) {
+		char *end;
+
+		errno = 0;
+		m->guest_scale = strtold(val, &end);
+		return errno || end == val || *end || !isfinite((double)m->guest_scale) || m->guest_scale < 1e-4L ||
+			       m->guest_scale > 1e4L ? -EBADMSG : 0;
+	}
 	if (!strcmp(line, "error_bound_ns"))
 		return util_parse_u64(val, UINT64_MAX, &m->error_bound_ns) < 0 ? -EBADMSG : 0;
 	if (!strncmp(line, "seg", 3))
@@ -73,7 +81,7 @@ static int segs_check(const struct clock_map *m)
 
 int clock_apply_parse(const char *text, size_t len, struct clock_map *ret)
 {
-	struct clock_map m = { .method = "none" };
+	struct clock_map m = { .method = "none", .guest_scale = 1.0L };
 	_cleanup_free_ char *copy = strndup(text, len);
 	char *save = NULL;
 	int r = 0;
@@ -92,10 +100,11 @@ int clock_apply_parse(const char *text, size_t len, struct clock_map *ret)
 	return 0;
 }
 
-uint64_t clock_apply(const struct clock_map *m, uint64_t guest_ns)
+uint64_t clock_apply(const struct clock_map *m, uint64_t guest)
 {
 	size_t lo = 0, hi = m->n;
-	long double v;
+	long double v, scaled = (long double)guest * (m->guest_scale > 0 ? m->guest_scale : 1.0L);
+	uint64_t guest_ns = scaled >= 1.8e19L ? UINT64_MAX : (uint64_t)scaled;
 
 	if (!m->n)
 		return guest_ns;

@@ -31,7 +31,11 @@
 #define RTT_KEEP_FACTOR 3      /* keep probes with rtt <= 3 x the shortest (+ slack) */
 #define RTT_SLACK_NS 20000     /* 20 us: scheduling noise on a loaded host */
 #define STEP_MIN_NS 200000     /* a residual jump under 200 us is noise, not a step */
-#define SLOPE_MIN_SPAN_NS 1000000000ull /* a slope from a shorter span is noise: use 1 */
+#define SLOPE_MIN_SPAN_NS 1000000000ull
+#define SCALE_MIN_SPAN_NS 100e6 /* a guest clock's rate from probes at least this far apart */
+#define SCALE_NS_TOL 0.05       /* within 5% of the host's rate: a ns clock (drift is the fit's) */
+#define SCALE_MIN 1e-4          /* ns per guest unit: 10 GHz .. */
+#define SCALE_MAX 1e4           /* .. 100 kHz */ /* a slope from a shorter span is noise: use 1 */
 #define DRIFT_MAX 50e-6        /* clocks may drift apart this much across a gap without a step */
 #define SLOPE_DEV_MAX 1e-3     /* a real clock drifts by ppm: clamp nonsense from degenerate spans */
 #define COARSE_DRIFT 2e-2      /* a tick-counting guest clock (jiffies) that loses ticks */
@@ -209,6 +213,30 @@ static void fit_segments(struct clock_fit *fit, struct clock_sample *kept, size_
 		kept[i].guest -= half;
 }
 
+/* A guest clock that does not count nanoseconds (x86-tsc counts cycles): ns per guest unit,
+ * from the fastest probes of the first and the last quarter of the samples (sorted by guest
+ * time); 1 when the clock runs within SCALE_NS_TOL of the host's, or the span says nothing. */
+static double guest_scale(const struct clock_sample *all, size_t n)
+{
+	size_t q = n / 4 ? n / 4 : 1, a = 0, b = n - 1;
+	double mid_a, mid_b, ratio;
+
+	for (size_t i = 1; i < q; i++)
+		if (rtt(&all[i]) < rtt(&all[a]))
+			a = i;
+	for (size_t i = n - q; i < n - 1; i++)
+		if (rtt(&all[i]) < rtt(&all[b]))
+			b = i;
+	mid_a = (double)all[a].host_send + (double)rtt(&all[a]) / 2;
+	mid_b = (double)all[b].host_send + (double)rtt(&all[b]) / 2;
+	if (b <= a || !(mid_b - mid_a >= SCALE_MIN_SPAN_NS) || all[b].guest <= all[a].guest)
+		return 1.0;
+	ratio = (mid_b - mid_a) / ((double)all[b].guest - (double)all[a].guest);
+	if (!isfinite(ratio) || fabs(ratio - 1.0) <= SCALE_NS_TOL || ratio < SCALE_MIN || ratio > SCALE_MAX)
+		return 1.0;
+	return ratio;
+}
+
 int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit *ret)
 {
 	_cleanup_free_ uint64_t *rtts = NULL;
@@ -217,6 +245,7 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 	struct fit_limits lim = { .drift = DRIFT_MAX, .slope_dev = SLOPE_DEV_MAX };
 	size_t nk = 0;
 	uint64_t limit;
+	double scale;
 
 	if (n == 0)
 		return -EINVAL;
@@ -233,6 +262,9 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 	}
 	qsort(rtts, n, sizeof(*rtts), cmp_u64);
 	qsort(all, n, sizeof(*all), cmp_guest);
+	scale = guest_scale(all, n);
+	for (size_t i = 0; scale != 1.0 && i < n; i++) /* fitted in ns, like any clock */
+		all[i].guest = (uint64_t)llround((double)all[i].guest * scale);
 	fit.min_rtt = rtts[0];
 	fit.guest_resolution = guest_resolution(all, n);
 	limit = fit.min_rtt * RTT_KEEP_FACTOR + RTT_SLACK_NS;
@@ -253,15 +285,17 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 	lim.tol = MAX((double)STEP_MIN_NS, 4.0 * (double)fit.median_rtt);
 	lim.tol = MAX(lim.tol, 2.0 * (double)fit.guest_resolution);
 	fit_segments(&fit, kept, nk, &lim);
-	fit.error_bound = error_bound(&fit, all, n, limit);
+	fit.error_bound = error_bound(&fit, all, n, limit); /* in the scaled domain: scale 0 = none yet */
+	fit.guest_scale = scale;
 	*ret = fit;
 	return 0;
 }
 
-uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest_ns)
+uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest)
 {
 	const struct clock_segment *seg;
-	double h;
+	double h, scaled = (double)guest * (fit->guest_scale > 0 ? fit->guest_scale : 1.0);
+	uint64_t guest_ns = scaled >= 1.8e19 ? UINT64_MAX : (uint64_t)llround(scaled);
 
 	if (fit->nseg == 0)
 		return guest_ns;
@@ -326,6 +360,8 @@ int clockfit_write_ini(FILE *f, const char *method, const struct clock_fit *fit)
 		   "\nmedian_rtt_ns=%" PRIu64 "\nerror_bound_ns=%" PRIu64 "\nguest_resolution_ns=%" PRIu64 "\n",
 		method, fit->nseg, fit->samples_total, fit->samples_used, fit->min_rtt, fit->median_rtt,
 		fit->error_bound, fit->guest_resolution);
+	if (fit->guest_scale > 0 && fit->guest_scale != 1.0)
+		fprintf(f, "guest_scale=%.17g\n", fit->guest_scale);
 	for (unsigned i = 0; i < fit->nseg; i++)
 		fprintf(f, "seg%u.guest_start=%" PRIu64 "\nseg%u.slope=%.12f\nseg%u.offset_ns=%" PRId64 "\n",
 			i, fit->seg[i].guest_start, i, fit->seg[i].slope, i, fit->seg[i].offset);

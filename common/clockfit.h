@@ -33,12 +33,15 @@ struct clock_fit {
 	uint64_t min_rtt, median_rtt;
 	uint64_t guest_resolution; /* ns: the guest clock's step when probes shared readings, else 0 */
 	uint64_t error_bound;      /* ns: max over used samples of |fit - midpoint| + rtt/2 */
+	double guest_scale;        /* guest units → ns before the segments: 1 for a ns clock, ~1/GHz
+				    * for x86-tsc (measured from the samples); segments are in scaled units */
 };
 
 /* Fits samples (any order; copied, not modified). -EINVAL with no usable sample. */
 int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit *ret);
-/* Converts a guest time with the segment that covers it (the first before any segment). */
-uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest_ns);
+/* Converts a raw guest reading (scaled, then the segment that covers it, the first before any
+ * segment). */
+uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest);
 
 /* clock.samples: one "id host_send guest host_recv" line per probe. */
 size_t clockfit_format_sample(const struct clock_sample *s, char *buf, size_t len);

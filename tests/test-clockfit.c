@@ -241,6 +241,42 @@ TEST(ini_read_by_merge)
 	clock_apply_free(&map);
 }
 
+/* A guest clock counting cycles (x86-tsc at 2.5 GHz on a guest whose mono is jiffies): the
+ * fit measures its rate, fits in ns, and the merge's reader applies the same map to raw
+ * cycle counts. */
+TEST(cycle_counting_guest_clock)
+{
+	struct clock_sample s[600];
+	struct clock_fit fit;
+	struct clock_map map;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	double w = 0;
+
+	make_samples(s, 600, 30e-6, 5000000000, UINT64_MAX, 0);
+	for (size_t i = 0; i < 600; i++) /* the same instants read as 2.5 cycles per ns */
+		s[i].guest = s[i].guest * 5 / 2;
+	CHECK_INT(clockfit_fit(s, 600, &fit), ==, 0);
+	CHECK(fabs(fit.guest_scale - 0.4 * (1 + 30e-6)) < 4e-6); /* the drift is in the rate too */
+	for (uint64_t g = 1000000000000ull; g < 1060000000000ull; g += 7777777)
+		w = fmax(w, fabs((double)clockfit_apply(&fit, g * 5 / 2) - ((double)g * (1 + 30e-6) + 5e9)));
+	CHECK(w < 10000);
+	CHECK((double)fit.error_bound >= w);
+	f = open_memstream(&buf, &len);
+	CHECK_INT(clockfit_write_ini(f, "ptp", &fit), ==, 0);
+	fclose(f);
+	CHECK_INT(clock_apply_parse(buf, len, &map), ==, 0);
+	free(buf);
+	for (uint64_t g = 2500000000000ull; g < 2525000000000ull; g += 999999937)
+		CHECK(llabs((long long)(clock_apply(&map, g) - clockfit_apply(&fit, g))) <= 2);
+	clock_apply_free(&map);
+	/* A ns clock keeps scale 1 and writes no guest_scale. */
+	make_samples(s, 600, 0, 0, UINT64_MAX, 0);
+	CHECK_INT(clockfit_fit(s, 600, &fit), ==, 0);
+	CHECK(fit.guest_scale == 1.0);
+}
+
 TEST(samples_file_bad_line)
 {
 	const char text[] = "1 100 50 200\n2 300 150 250\n";
