@@ -170,7 +170,10 @@ class Bench:
         plost = sum(int(v) for k, v in astats.items() if k.startswith("perf") and k.endswith(".lost"))
         ovr = sum(int(v) for k, v in astats.items() if k.endswith(".overrun"))
         summ = " | ".join(l.strip() for l in text.splitlines() if re.search(r"lost|loss|overrun|missed|drop", l, re.I))
-        outsz = os.path.getsize(self.session_out) if os.path.exists(self.session_out) else 0
+        out_file = self.session_out
+        if os.path.isdir(out_file):  # a guest perf session: OUT/data + OUT/kcore_dir__PID
+            out_file = os.path.join(out_file, "data")
+        outsz = os.path.getsize(out_file) if os.path.exists(out_file) else 0
         merge_read = re.search(r"input read: (\d+) bytes", text)
         self.record(f"host mode=agent start_s={self.start_s:.3f} traced_s={dur:.2f} "
                     f"rss_kb_series={','.join(self.rss_series)} merge_read={merge_read.group(1) if merge_read else '?'} "
@@ -182,8 +185,7 @@ class Bench:
             self.record("host stop_output=" + repr(text[-2000:]))
         if sess:
             subprocess.run(["rm", "-rf", sess.group(1)])
-        if os.path.exists(self.session_out):
-            os.unlink(self.session_out)
+        subprocess.run(["rm", "-rf", self.session_out])
         self.daemon = None
 
     def start_cats(self):
