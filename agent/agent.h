@@ -130,6 +130,8 @@ struct pump {
 	struct vt_cpu_stats stats; /* owned by the thread until joined */
 };
 int pump_start(struct pump *p);
+/* A thread running fn(arg) pinned to cpu (pumps and perf pumps): 0 or -errno. */
+int pump_thread_pinned(pthread_t *ret, unsigned cpu, void *(*fn)(void *), void *arg);
 void pump_join(struct pump *p);
 /* +1 on an eventfd. */
 void pump_signal(int efd);

@@ -507,20 +507,10 @@ static void *perf_thread(void *arg)
 
 int perf_start(struct perf_pump *p)
 {
-	pthread_attr_t attr;
-	cpu_set_t set;
 	int r;
 
 	p->stats = (struct vt_perf_stats){ .cpu = p->cpu };
-	CPU_ZERO(&set);
-	CPU_SET(p->cpu, &set);
-	r = -pthread_attr_init(&attr);
-	if (r < 0)
-		return r;
-	r = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-	if (r == 0)
-		r = -pthread_create(&p->thread, &attr, perf_thread, p);
-	pthread_attr_destroy(&attr);
+	r = pump_thread_pinned(&p->thread, p->cpu, perf_thread, p);
 	p->thread_started = r == 0;
 	return r;
 }

@@ -303,22 +303,30 @@ static void *pump_thread(void *arg)
 	return NULL;
 }
 
-int pump_start(struct pump *p)
+int pump_thread_pinned(pthread_t *ret, unsigned cpu, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	cpu_set_t set;
 	int r;
 
-	p->stats = (struct vt_cpu_stats){ .cpu = p->cpu };
 	CPU_ZERO(&set);
-	CPU_SET(p->cpu, &set);
+	CPU_SET(cpu, &set);
 	r = -pthread_attr_init(&attr);
 	if (r < 0)
 		return r;
 	r = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
 	if (r == 0)
-		r = -pthread_create(&p->thread, &attr, pump_thread, p);
+		r = -pthread_create(ret, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
+	return r;
+}
+
+int pump_start(struct pump *p)
+{
+	int r;
+
+	p->stats = (struct vt_cpu_stats){ .cpu = p->cpu };
+	r = pump_thread_pinned(&p->thread, p->cpu, pump_thread, p);
 	p->thread_started = r == 0;
 	return r;
 }
