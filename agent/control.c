@@ -330,7 +330,7 @@ static void control_stop(struct agent *a, const struct vt_msg *m, struct vt_buf 
 
 static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 {
-	uint64_t id, host = 0, guest = 0;
+	uint64_t id, host = 0, guest = 0, mono;
 	uint32_t mark = 0;
 	char line[64];
 
@@ -351,10 +351,12 @@ static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf
 			log_debug("trace_marker write failed: %m");
 		(void)clocks_read(a->cfg.clock, &guest);
 	}
+	mono = util_now_ns(CLOCK_MONOTONIC); /* guest perf's clock, when the trace clock is another */
 	vt_msg_begin(out, VT_MSG_PROBE_REPLY, m->hdr.seq);
 	vt_put_u64(out, VT_A_PROBE_ID, id);
 	vt_put_u64(out, VT_A_HOST_TIME, host);
 	vt_put_u64(out, VT_A_GUEST_TIME, guest);
+	vt_put_u64(out, VT_A_GUEST_MONO, mono);
 	vt_put_str(out, VT_A_CLOCK, a->cfg.clock);
 	(void)vt_msg_end(out);
 }

@@ -137,7 +137,7 @@ int perf_config_check(const struct agent_config *c, char **ret_msg)
 	clockid = perf_events_clockid(c->clock);
 	if (clockid < 0)
 		return perf_config_msg(ret_msg, clockid, "trace clock '%s' cannot stamp guest perf records: "
-				       "configure mono, mono_raw, boot or tai", c->clock);
+				       "configure mono, mono_raw, boot, tai or x86-tsc", c->clock);
 	for (size_t i = 0; i < n; i++) {
 		int r = perf_open_event(&ev[i], c->perf_freq, clockid, 0, i == 0, &fd);
 

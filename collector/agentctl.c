@@ -310,8 +310,11 @@ void agentctl_error_text(const struct vt_msg *m, char *buf, size_t size)
 	printable_inplace(buf);
 }
 
-int agentctl_parse_probe_reply(const struct vt_msg *m, uint64_t *ret_id, uint64_t *ret_host, uint64_t *ret_guest)
+int agentctl_parse_probe_reply(const struct vt_msg *m, uint64_t *ret_id, uint64_t *ret_host, uint64_t *ret_guest,
+			       uint64_t *ret_mono)
 {
+	if (vt_msg_u64(m, VT_A_GUEST_MONO, ret_mono) < 0)
+		*ret_mono = 0; /* an older agent */
 	if (vt_msg_u64(m, VT_A_PROBE_ID, ret_id) < 0 || vt_msg_u64(m, VT_A_HOST_TIME, ret_host) < 0 ||
 	    vt_msg_u64(m, VT_A_GUEST_TIME, ret_guest) < 0)
 		return -EBADMSG;

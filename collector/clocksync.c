@@ -24,7 +24,7 @@ int clocksync_open(struct clocksync *c, const char *dir)
 	char path[PATH_MAX + 32];
 
 	memset(c, 0, sizeof(*c));
-	c->samples_fd = c->holdout_fd = -1;
+	c->samples_fd = c->holdout_fd = c->perf_fd = -1;
 	snprintf(path, sizeof(path), "%s/clock.samples", dir);
 	c->samples_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (c->samples_fd < 0)
@@ -40,12 +40,32 @@ void clocksync_close(struct clocksync *c)
 		close(c->samples_fd);
 	if (c->holdout_fd >= 0)
 		close(c->holdout_fd);
+	if (c->perf_fd >= 0)
+		close(c->perf_fd);
 	if (c->kvm)
 		fclose(c->kvm);
 	free(c->samples);
 	c->samples = NULL;
-	c->samples_fd = c->holdout_fd = -1;
+	c->samples_fd = c->holdout_fd = c->perf_fd = -1;
 	c->kvm = NULL;
+}
+
+int clocksync_perf_open(struct clocksync *c, const char *dir)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/perf-clock.samples", dir);
+	c->perf_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	return c->perf_fd < 0 ? -errno : 0;
+}
+
+void clocksync_perf_probe(struct clocksync *c, const struct clock_sample *s)
+{
+	char line[CLOCKFIT_SAMPLE_LINE];
+	size_t n = clockfit_format_sample(s, line, sizeof(line));
+
+	if (c->perf_fd >= 0 && s->guest)
+		(void)util_write_full(c->perf_fd, line, n);
 }
 
 void clocksync_probe(struct clocksync *c, bool holdout, const struct clock_sample *s)
@@ -110,7 +130,7 @@ static int clocksync_host_conv(struct clocksync *c)
 {
 	int r;
 
-	if (tsc_conv_from_kernel(&c->tc) == 0) {
+	if (!c->no_time_conv && tsc_conv_from_kernel(&c->tc) == 0) {
 		c->time_conv = true;
 		return 0;
 	}

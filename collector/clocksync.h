@@ -14,6 +14,8 @@
 
 struct clocksync {
 	int samples_fd, holdout_fd;
+	int perf_fd;        /* perf-clock.samples: guest mono beside a trace clock that is not mono */
+	bool no_time_conv;  /* kvm: relate the host TSC to CLOCK_MONOTONIC (guest perf needs it) */
 	struct clock_sample *samples;
 	size_t cap;
 	unsigned nsamples, nholdout;
@@ -34,6 +36,10 @@ int clocksync_open(struct clocksync *c, const char *dir);
 void clocksync_close(struct clocksync *c);
 /* A probe's answer: hold-out probes (MARK=1) go to clock.holdout only, never into the fit. */
 void clocksync_probe(struct clocksync *c, bool holdout, const struct clock_sample *s);
+/* Guest perf's clock (mono) when the trace clock is another: DIR/perf-clock.samples, one line
+ * per probe (host send, the guest's CLOCK_MONOTONIC, host reply), fitted by the merge. */
+int clocksync_perf_open(struct clocksync *c, const char *dir);
+void clocksync_perf_probe(struct clocksync *c, const struct clock_sample *s);
 /* Fits the samples so far (status, stop). */
 int clocksync_fit(struct clocksync *c);
 /* kvm: finds QEMU's debugfs dir, picks the host conversion, first reading; *why on failure. */

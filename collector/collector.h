@@ -188,7 +188,9 @@ int agentctl_parse_hello(const struct vt_msg *m, struct agent_hello *ret);
 /* An ERROR frame as one printable line: "MESSAGE (errno N)". */
 void agentctl_error_text(const struct vt_msg *m, char *buf, size_t size);
 /* A PROBE_REPLY's id, echoed host time and guest reading; -EBADMSG when one is missing. */
-int agentctl_parse_probe_reply(const struct vt_msg *m, uint64_t *ret_id, uint64_t *ret_host, uint64_t *ret_guest);
+/* ret_mono: the guest's CLOCK_MONOTONIC beside the trace clock (0 from an older agent). */
+int agentctl_parse_probe_reply(const struct vt_msg *m, uint64_t *ret_id, uint64_t *ret_host, uint64_t *ret_guest,
+			       uint64_t *ret_mono);
 /* Stores a META_FILE frame under guest_dir (a dirfd); validates the name; a printable copy
  * of the name goes to ret_name (for messages) in any case. */
 int agentctl_store_meta(struct agentctl *a, const struct vt_msg *m, int guest_dirfd, char *ret_name,

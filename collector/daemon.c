@@ -114,9 +114,9 @@ static void daemon_probe_send(struct daemon *d, bool mark)
 
 static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 {
-	uint64_t id, host, guest, now = util_now_ns(CLOCK_MONOTONIC);
+	uint64_t id, host, guest, mono, now = util_now_ns(CLOCK_MONOTONIC);
 
-	if (agentctl_parse_probe_reply(m, &id, &host, &guest) < 0 || id != d->probe_id || host > now) {
+	if (agentctl_parse_probe_reply(m, &id, &host, &guest, &mono) < 0 || id != d->probe_id || host > now) {
 		d->unexpected++;
 		return;
 	}
@@ -125,6 +125,9 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 	if (!strcmp(d->s.clock_method, "ptp"))
 		clocksync_probe(&d->clk, d->probe_mark,
 				&(struct clock_sample){ .id = id, .host_send = host, .guest = guest, .host_recv = now });
+	if (!d->probe_mark) /* no-op unless guest perf runs beside a trace clock other than mono */
+		clocksync_perf_probe(&d->clk, &(struct clock_sample){ .id = id, .host_send = host, .guest = mono,
+								       .host_recv = now });
 	if (d->ph == PH_TRACING && d->holdout_due) {
 		d->holdout_due = false;
 		daemon_probe_send(d, true);
@@ -240,7 +243,7 @@ static uint64_t clock_step(const char *res, const char *name, const char *unit)
 
 /* The ptp method's guest trace clock: mono, unless mono is coarse here (a guest on the jiffies
  * clocksource steps every 4 ms) and the guest has a fine x86-tsc: then x86-tsc, whose rate the
- * fit measures (clockfit guest_scale). Guest perf stamps records with mono: it keeps mono. */
+ * fit measures (clockfit guest_scale). Guest perf still stamps with mono (perf-clock.samples). */
 static const char *daemon_ptp_clock(struct daemon *d)
 {
 	uint64_t mono = clock_step(d->hello.clock_res, "mono", "ns");
@@ -248,11 +251,9 @@ static const char *daemon_ptp_clock(struct daemon *d)
 
 	if (mono < COARSE_CLOCK_NS || !clocks_has(d->hello.clocks, "x86-tsc") || !tsc || tsc > FINE_TSC_CYCLES)
 		return "mono";
-	if (d->o->perf.events) {
-		log_warn("the guest's mono clock steps every %.1f ms; guest perf needs it, so guest events and "
-			 "samples are aligned only to within a step", (double)mono / 1e6);
-		return "mono";
-	}
+	if (d->o->perf.events)
+		log_warn("the guest's mono clock steps every %.1f ms: guest perf samples (stamped with it) are aligned "
+			 "only to within a step; its events are traced with x86-tsc", (double)mono / 1e6);
 	log_info("the guest's mono clock steps every %.1f ms (jiffies clocksource?): tracing with x86-tsc "
 		 "(steps of %llu cycles) instead", (double)mono / 1e6, (unsigned long long)tsc);
 	return "x86-tsc";
@@ -266,16 +267,12 @@ static int daemon_choose_clock(struct daemon *d)
 	bool autom = !strcmp(want, "auto");
 	char why[PATH_MAX + 128];
 
-	/* Guest perf stamps records with a clock_gettime clock (mono here); the kvm method's x86-tsc
-	 * has none, so guest perf sessions use ptp (docs/protocol.md §3). */
-	if (!strcmp(want, "kvm") && d->o->perf.events) {
-		daemon_fail(d, "--clock kvm cannot be used with --guest-perf: guest perf records carry CLOCK_MONOTONIC "
-			       "times, which only the ptp method aligns; use --clock ptp (or auto)");
-		return -EINVAL;
-	}
+	/* Guest perf stamps its records with the guest's mono: beside x86-tsc (kvm, or ptp on a
+	 * coarse guest) the probes also read mono (perf-clock.samples), and host times must be
+	 * CLOCK_MONOTONIC for that fit, so kvm relates the host TSC to it (no TIME_CONV). */
+	d->clk.no_time_conv = d->o->perf.events != NULL;
 	if (autom)
-		want = !d->o->perf.events && kvm_debugfs_has(d->o->kvm_debugfs, d->s.qemu_pid) &&
-		       clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
+		want = kvm_debugfs_has(d->o->kvm_debugfs, d->s.qemu_pid) && clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
 	if (!strcmp(want, "kvm") && clocksync_kvm_begin(&d->clk, d->s.dir, d->o->kvm_debugfs, d->s.qemu_pid, why, sizeof(why)) < 0) {
 		if (!autom) {
 			daemon_fail(d, "--clock kvm: %s", why);
@@ -288,6 +285,8 @@ static int daemon_choose_clock(struct daemon *d)
 	snprintf(d->s.guest_clock, sizeof(d->s.guest_clock), "%s",
 		 !strcmp(want, "kvm") ? "x86-tsc" : daemon_ptp_clock(d));
 	snprintf(d->s.guest_clock_res, sizeof(d->s.guest_clock_res), "%s", d->hello.clock_res);
+	if (d->o->perf.events && strcmp(d->s.guest_clock, "mono") && clocksync_perf_open(&d->clk, d->s.dir) < 0)
+		log_warn("cannot write %s/perf-clock.samples: guest perf records will not be aligned", d->s.dir);
 	return 0;
 }
 

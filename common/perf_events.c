@@ -109,6 +109,8 @@ int perf_events_clockid(const char *trace_clock)
 		{ "mono_raw", CLOCK_MONOTONIC_RAW },
 		{ "boot", CLOCK_BOOTTIME },
 		{ "tai", CLOCK_TAI },
+		/* perf cannot stamp with the TSC: mono, mapped by the probes' GUEST_MONO readings */
+		{ "x86-tsc", CLOCK_MONOTONIC },
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(map); i++)

@@ -41,8 +41,9 @@ int perf_events_parse(const char *list, struct perf_event_spec *ret, size_t *ret
  * when leader is set; disabled at open. */
 void perf_events_attr(const struct perf_event_spec *e, uint32_t freq, int clockid, bool leader,
 		      struct perf_event_attr *ret);
-/* The perf clockid matching a trace clock that a user-space clock can read, or -EOPNOTSUPP
- * (local, global, counter, x86-tsc, ...: perf cannot stamp records with them). */
+/* The perf clockid for a trace clock: the same clock where perf has it, CLOCK_MONOTONIC for
+ * x86-tsc (the host maps it with a fit of its own, from PROBE_REPLY's GUEST_MONO), or
+ * -EOPNOTSUPP (local, global, counter: no user-space reading to probe). */
 int perf_events_clockid(const char *trace_clock);
 /* All names, space separated (for messages and --help). */
 const char *perf_events_names(void);

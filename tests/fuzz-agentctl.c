@@ -29,7 +29,7 @@ static int guest_dirfd = -1;
 void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
 {
 	struct vt_cpu_stats stats[COLLECTOR_MAX_CPUS];
-	uint64_t id, host, guest;
+	uint64_t id, host, guest, mono;
 	struct agent_hello h;
 	char text[512], name[80];
 	unsigned n;
@@ -47,7 +47,7 @@ void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
 				abort(); /* error text reaches the terminal: printable only */
 		break;
 	case VT_MSG_PROBE_REPLY:
-		(void)agentctl_parse_probe_reply(m, &id, &host, &guest);
+		(void)agentctl_parse_probe_reply(m, &id, &host, &guest, &mono);
 		break;
 	case VT_MSG_OK:
 	case VT_MSG_STOPPED:

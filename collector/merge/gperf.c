@@ -135,6 +135,14 @@ int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *
 		return dfd < 0 ? -errno : -ENOMEM;
 	gp->ncpus_total = g->ncpus;
 	gp->ktext = gp_kernel_text(dfd);
+	/* perf stamps with mono; beside another trace clock the probes read mono too */
+	if (g->guest_clock[0] && strcmp(g->guest_clock, "mono")) {
+		merge_meta_perf_clock(g, dfd);
+		if (!g->perf_clock_on && g->clock_aligned) {
+			g->clock_aligned = false;
+			snprintf(g->clock_why, sizeof(g->clock_why), "guest perf's clock: %.120s", g->perf_clock_why);
+		}
+	}
 	for (uint32_t i = 0; i < g->ncpus; i++) {
 		struct gperf_cpu *c = &gp->cpus[i];
 		int r;
@@ -259,7 +267,7 @@ static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gpe
 	}
 	c->head_ev = (uint32_t)ev;
 	memcpy(&raw, c->rec + c->lay.time, 8);
-	c->head_ts = merge_meta_time(g, c->cpu, raw);
+	c->head_ts = merge_meta_perf_time(g, c->cpu, raw);
 	if (c->head_ts < c->last_ts) { /* an interrupt's record reserved after a later one */
 		c->head_ts = c->last_ts;
 		gp->reordered++;
@@ -377,7 +385,7 @@ void merge_gperf_name(const struct merge_gperf *gp, size_t e, char *buf, size_t 
 	snprintf(buf, len, "%s:G", e < gp->n_events ? gp->ev[e].name : "unknown");
 }
 
-void merge_gperf_summary(const struct merge_gperf *gp)
+void merge_gperf_summary(const struct merge_gperf *gp, const struct merge_guest *g)
 {
 	uint64_t sent = 0, got = 0;
 
@@ -389,6 +397,10 @@ void merge_gperf_summary(const struct merge_gperf *gp)
 	for (uint32_t i = 0; gp->cpus && i < gp->ncpus_total; i++)
 		if (gp->cpus[i].ended)
 			sent += gp->cpus[i].end.bytes_sent, got += gp->cpus[i].bytes + gp->cpus[i].skipped;
+	if (g->perf_clock_on)
+		printf("  perf clock: guest mono (the trace clock is %s), fitted from perf-clock.samples: %" PRIu64
+		       " samples, error bound %" PRIu64 " ns\n", g->guest_clock, g->perf_clock.samples,
+		       g->perf_clock.error_bound_ns);
 	printf("  perf:   guest perf %zu event(s), %u/%u vCPU streams, %" PRIu64 " records written (%" PRIu64
 	       " samples), %" PRIu64 " LOST records for %" PRIu64 " samples lost in the guest ring\n",
 	       gp->n_events, gp->streams, gp->ncpus_total, gp->records, gp->samples, gp->lost_records, gp->lost);

@@ -78,6 +78,8 @@ static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t wh
 		g->host_data[0] = '\0';
 	if (ini_get(ini, "guest_perf", g->perf_events, sizeof(g->perf_events)) < 0)
 		g->perf_events[0] = '\0';
+	if (ini_get(ini, "guest_clock", g->guest_clock, sizeof(g->guest_clock)) < 0)
+		g->guest_clock[0] = '\0';
 	if (ini_get(ini, "missing_cpus", g->missing_cpus, sizeof(g->missing_cpus)) < 0 ||
 	    strspn(g->missing_cpus, "0123456789,") != strlen(g->missing_cpus))
 		g->missing_cpus[0] = '\0';
@@ -582,6 +584,7 @@ void merge_guest_free(struct merge_guest *g)
 	free(g->header_page);
 	free(g->header_event);
 	clock_apply_free(&g->clock);
+	clock_apply_free(&g->perf_clock);
 	clock_kvm_free(g->kvm);
 	free(g->kvm);
 	g->kvm = NULL;

@@ -337,7 +337,7 @@ static void summary(const struct merge_ctx *m, const char *out)
 		printf("  vm pid: qemu_pid unknown, stand-in machine_pid %" PRIu64 " used\n", m->guest.machine_pid);
 	else if (m->guest.present)
 		printf("  vm pid: %" PRIu64 "\n", m->guest.machine_pid);
-	merge_gperf_summary(&m->gp);
+	merge_gperf_summary(&m->gp, &m->guest);
 	summary_clock(&m->guest);
 	summary_vcpu(m);
 	summary_build_id(&m->guest);

@@ -118,6 +118,10 @@ struct merge_guest {
 	uint64_t id_base; /* sample id of (event e, vcpu c) = id_base + e * ncpus + c; guest perf
 			   * events follow the tracepoints: e = n_events + perf event index */
 	char perf_events[512]; /* session.ini guest_perf: "" = no guest perf */
+	char guest_clock[32];  /* session.ini guest_clock (the trace clock) */
+	struct clock_map perf_clock; /* guest perf's mono → host, when the trace clock is not mono */
+	bool perf_clock_on;
+	char perf_clock_why[160];
 	uint32_t perf_freq;
 	struct merge_losses loss;
 };
@@ -143,6 +147,11 @@ const struct guest_task *merge_meta_task_rename(struct merge_guest *g, int32_t p
 int32_t merge_meta_tgid(const struct merge_guest *g, int32_t pid);
 void merge_meta_notes(struct merge_guest *g, int dfd);
 void merge_meta_clock(struct merge_guest *g, int dfd);
+/* Guest perf's own clock map from perf-clock.samples (the trace clock is not mono); on failure
+ * perf_clock_why says why. */
+void merge_meta_perf_clock(struct merge_guest *g, int dfd);
+/* A guest perf record's time → host time: its own map when there is one, else merge_meta_time. */
+uint64_t merge_meta_perf_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw);
 /* Guest raw time → host time, clamped into the session window (counted in loss). */
 uint64_t merge_meta_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw);
 
@@ -262,7 +271,7 @@ int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *
 /* Fills c's head with the next valid record; false when the stream is exhausted. */
 bool merge_gperf_peek(struct merge_gperf *gp, struct merge_guest *g, struct gperf_cpu *c);
 void merge_gperf_name(const struct merge_gperf *gp, size_t e, char *buf, size_t len);
-void merge_gperf_summary(const struct merge_gperf *gp);
+void merge_gperf_summary(const struct merge_gperf *gp, const struct merge_guest *g);
 void merge_gperf_free(struct merge_gperf *gp);
 
 /* Runs a whole merge and prints its summary; 0 or -errno (already logged). */

@@ -157,29 +157,30 @@ void merge_meta_notes(struct merge_guest *g, int dfd)
 		snprintf(g->notes_why, sizeof(g->notes_why), "guest/notes is malformed (%s)", strerror(-r));
 }
 
-/* clock.ini text for a fit of clock.samples; *why says what failed. */
-static int fit_samples(int dfd, char **ret_text, size_t *ret_len, char *why, size_t whylen)
+/* clock.ini text for a fit of a samples file (clock.samples, perf-clock.samples); *why says
+ * what failed. */
+static int fit_samples(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen)
 {
 	_cleanup_free_ struct clock_sample *s = NULL;
 	struct clock_fit fit;
 	size_t n = 0, line = 0;
-	int fd = openat(dfd, "clock.samples", O_RDONLY | O_CLOEXEC | O_NOFOLLOW), r;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), r;
 	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 
 	if (!f) {
 		if (fd >= 0)
 			close(fd);
-		snprintf(why, whylen, "no clock.ini and no clock.samples");
+		snprintf(why, whylen, "no %s", name);
 		return -ENOENT;
 	}
 	r = clockfit_read_samples(f, CLOCK_SAMPLES_MAX, &s, &n, &line);
 	fclose(f);
 	if (r < 0) {
-		snprintf(why, whylen, "clock.samples line %zu is malformed (%s)", line, strerror(-r));
+		snprintf(why, whylen, "%s line %zu is malformed (%s)", name, line, strerror(-r));
 		return r;
 	}
 	if ((r = clockfit_fit(s, n, &fit)) < 0) {
-		snprintf(why, whylen, "clock.samples holds no usable probe (%zu lines)", n);
+		snprintf(why, whylen, "%s holds no usable probe (%zu lines)", name, n);
 		return r;
 	}
 	if (!(f = open_memstream(ret_text, ret_len)))
@@ -210,7 +211,10 @@ static void clock_recover(struct merge_guest *g, int dfd, bool have_ini)
 	size_t len = 0;
 	int r;
 
-	if (fit_samples(dfd, &text, &len, g->clock_why, sizeof(g->clock_why)) < 0)
+	r = fit_samples(dfd, "clock.samples", &text, &len, g->clock_why, sizeof(g->clock_why));
+	if (r == -ENOENT)
+		snprintf(g->clock_why, sizeof(g->clock_why), "no clock.ini and no clock.samples");
+	if (r < 0)
 		return;
 	if (clock_apply_parse(text, len, &g->clock) < 0 || g->clock.n == 0) {
 		snprintf(g->clock_why, sizeof(g->clock_why), "the fit of clock.samples is unusable");
@@ -286,6 +290,35 @@ void merge_meta_clock(struct merge_guest *g, int dfd)
 	else
 		g->clock_aligned = true;
 	clock_window(g);
+}
+
+void merge_meta_perf_clock(struct merge_guest *g, int dfd)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+
+	if (fit_samples(dfd, "perf-clock.samples", &text, &len, g->perf_clock_why, sizeof(g->perf_clock_why)) < 0)
+		return;
+	if (clock_apply_parse(text, len, &g->perf_clock) < 0 || g->perf_clock.n == 0) {
+		snprintf(g->perf_clock_why, sizeof(g->perf_clock_why), "the fit of perf-clock.samples is unusable");
+		clock_apply_free(&g->perf_clock);
+		return;
+	}
+	g->perf_clock_on = true;
+}
+
+uint64_t merge_meta_perf_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw)
+{
+	uint64_t t;
+
+	if (!g->perf_clock_on)
+		return merge_meta_time(g, vcpu, raw);
+	t = clock_apply(&g->perf_clock, raw);
+	if (t < g->window_lo || t > g->window_hi) {
+		g->loss.outside_window++;
+		t = t < g->window_lo ? g->window_lo : g->window_hi;
+	}
+	return t;
 }
 
 uint64_t merge_meta_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw)

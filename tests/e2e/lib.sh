@@ -118,3 +118,34 @@ e2e_no_warnings() {
 }
 # e2e_same_script A B: perf script prints the same for both files.
 e2e_same_script() { cmp -s <("$PERF" script -i "$1" 2>&1) <("$PERF" script -i "$2" 2>&1); }
+
+# --- guest perf: the vt-spin tasks of guest-cmd.sh "spin" ---
+# Guest times of vt-spin samples and of its markers: "vcpu kind time" lines (kind s|b|e).
+# perf script -F vcpu,comm,time,event,trace prints "VCPU:001 COMM TIME: EVENT: ...".
+e2e_spin_lines() {
+	"$PERF" script -i "$1" -F vcpu,comm,time,event,trace 2>/dev/null | awk '
+		{ v = $1; sub(/^VCPU: */, "", v); t = ""; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = $i; break } sub(/:$/, "", t) }
+		$2 == "vt-spin" && /cpu-clock:G/ { print v + 0, "s", t; next }
+		/vt-e2e spin begin cpu/ { print $NF + 0, "b", t; next }
+		/vt-e2e spin end cpu/ { print $(NF - 1) + 0, "e", t }'
+}
+
+# spin "MS [f]": the guest's vt-spin tasks, waited for.
+e2e_spin() { e2e_say "spin $1" && e2e_wait "^vt-e2e: spin done ${1%% *} status 0" 60; }
+
+# Every vt-spin sample of a vCPU lies within [begin - bound, end + bound] of that vCPU's markers.
+e2e_spin_in_window() { # FILE BOUND_NS
+	e2e_spin_lines "$1" | awk -v b="$2" '
+		{ t[NR] = $3; v[NR] = $1; k[NR] = $2 }
+		$2 == "b" { lo[$1] = $3 } $2 == "e" { hi[$1] = $3 }
+		END {
+			for (i = 1; i <= NR; i++) if (k[i] == "s") {
+				n[v[i]]++
+				if (!(v[i] in lo) || !(v[i] in hi) || t[i] < lo[v[i]] - b / 1e9 || t[i] > hi[v[i]] + b / 1e9) bad++
+			}
+			for (c in n) printf "vcpu%d: %d vt-spin samples in [%s, %s]\n", c, n[c], lo[c], hi[c] > "/dev/stderr"
+			printf "%d outside their window (bound %d ns)\n", bad, b > "/dev/stderr"
+			exit !(n[0] > 100 && n[1] > 100 && !bad)
+		}'
+}
+

@@ -12,41 +12,12 @@
 e2e_init gperf
 out=$T/out.data
 
-# Guest times of vt-spin samples and of its markers: "vcpu kind time" lines (kind s|b|e).
-# perf script -F vcpu,comm,time,event,trace prints "VCPU:001 COMM TIME: EVENT: ...".
-spin_lines() {
-	"$PERF" script -i "$1" -F vcpu,comm,time,event,trace 2>/dev/null | awk '
-		{ v = $1; sub(/^VCPU: */, "", v); t = ""; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+\.[0-9]+:$/) { t = $i; break } sub(/:$/, "", t) }
-		$2 == "vt-spin" && /cpu-clock:G/ { print v + 0, "s", t; next }
-		/vt-e2e spin begin cpu/ { print $NF + 0, "b", t; next }
-		/vt-e2e spin end cpu/ { print $(NF - 1) + 0, "e", t }'
-}
-
-# spin "MS [f]": the guest's vt-spin tasks, waited for.
-spin() { e2e_say "spin $1" && e2e_wait "^vt-e2e: spin done ${1%% *} status 0" 60; }
-
-# Every vt-spin sample of a vCPU lies within [begin - bound, end + bound] of that vCPU's markers.
-spin_in_window() { # FILE BOUND_NS
-	spin_lines "$1" | awk -v b="$2" '
-		{ t[NR] = $3; v[NR] = $1; k[NR] = $2 }
-		$2 == "b" { lo[$1] = $3 } $2 == "e" { hi[$1] = $3 }
-		END {
-			for (i = 1; i <= NR; i++) if (k[i] == "s") {
-				n[v[i]]++
-				if (!(v[i] in lo) || !(v[i] in hi) || t[i] < lo[v[i]] - b / 1e9 || t[i] > hi[v[i]] + b / 1e9) bad++
-			}
-			for (c in n) printf "vcpu%d: %d vt-spin samples in [%s, %s]\n", c, n[c], lo[c], hi[c] > "/dev/stderr"
-			printf "%d outside their window (bound %d ns)\n", bad, b > "/dev/stderr"
-			exit !(n[0] > 100 && n[1] > 100 && !bad)
-		}'
-}
-
 check "boot 2 vCPUs (setup's ports include perf-path-cpuN)" e2e_boot --cpus 2
 qpid=$(e2e_qemu_pid)
 check "QEMU has the perf ports" grep -q 'perf-path-cpu1' "/proc/$qpid/cmdline"
 check_out "start --guest-perf" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf
 check_out "status: guest perf rows" '^perf cpu1: [0-9]+ records' e2e_status
-check "guest: vt-spin on each vCPU for 1.5 s" spin 1500
+check "guest: vt-spin on each vCPU for 1.5 s" e2e_spin 1500
 sum=$(e2e_stop -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"
@@ -78,14 +49,14 @@ check "every one is a function of the guest kernel's kallsyms, none a raw addres
 check_out "host samples still name host kernel functions" '\[kernel\.kallsyms\] +\[k\] __schedule' \
 	bash -c '"$1" report -i "$2" --stdio --no-children --sort dso,sym 2>/dev/null | awk "/of event .sched:sched_switch./ { on = 1; next } /of event/ { on = 0 } on"' _ "$PERF" "$out"
 bound=$(sed -n 's/^clock_error_bound_ns=//p' "$(e2e_session)/merge.ini")
-check "every vt-spin sample lies between its vCPU's markers (+- ${bound:-?} ns)" spin_in_window "$out" "${bound:-0}"
+check "every vt-spin sample lies between its vCPU's markers (+- ${bound:-?} ns)" e2e_spin_in_window "$out" "${bound:-0}"
 check "guest samples interleave with host events" bash -c '"$1" script -i "$2" -F event 2>/dev/null | awk "
 	/cpu-clock:G/ { g++; if (h) between = 1; next } /sched:sched_switch/ && !/guest_/ { h++; if (between) ok = 1 }
 	END { exit !(g && h && ok) }"' _ "$PERF" "$out"
 
 # 2: the ring overflows; LOST reaches perf.
 check_out "start --guest-perf --guest-perf-kb 8" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf --guest-perf-kb 8
-check "guest: vt-spin at SCHED_FIFO for 2 s" spin "2000 f"
+check "guest: vt-spin at SCHED_FIFO for 2 s" e2e_spin "2000 f"
 sum=$(e2e_stop -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"

@@ -160,6 +160,26 @@ burst() {
 	check "guest powers off cleanly" e2e_end
 }
 
+# Guest perf on the same guest: its events go on x86-tsc, its samples carry the coarse mono
+# (perf has no TSC clock), which a second fit from the probes' mono readings maps.
+coarse_clock_perf() {
+	local psess psum pout=$T/perf-out pb fb
+	psess=$(e2e_start -e 'sched:sched_switch' --clock ptp --guest-perf)
+	check_out "start --guest-perf on the jiffies guest" "^$VM/sessions/" echo "$psess"
+	check "guest: vt-spin on each vCPU for 1.5 s" e2e_spin 1500
+	psum=$(e2e_stop -o "$pout" 2>&1)
+	check "stop exits 0 (both clocks aligned)" test $? -eq 0
+	echo "$psum"
+	check_out "events traced with x86-tsc" '^guest_clock=x86-tsc$' cat "$psess/session.ini"
+	check "the probes read the guest's mono too (perf-clock.samples)" test -s "$psess/perf-clock.samples"
+	check_out "merge: guest perf's mono fitted on its own" 'perf clock: guest mono \(the trace clock is x86-tsc\), fitted from perf-clock.samples' echo "$psum"
+	pb=$(sed -n 's/.*perf clock: .*error bound \([0-9]*\) ns.*/\1/p' <<<"$psum")
+	fb=$(sed -n 's/^error_bound_ns=//p' "$psess/clock.ini")
+	check "perf clock bound ${pb:-?} ns covers mono's 4 ms step" test "${pb:-0}" -ge 2000000
+	check "every vt-spin sample between its vCPU's x86-tsc markers (+- perf and trace bounds)" \
+		e2e_spin_in_window "$pout" "$((${pb:-0} + ${fb:-0}))"
+}
+
 coarse_clock() {
 	local sum sess res bound n=300
 	check "boot with clocksource=jiffies" e2e_boot --append clocksource=jiffies
@@ -170,6 +190,7 @@ coarse_clock() {
 	sum=$(e2e_stop -o "$out" 2>&1)
 	check "stop exits 0 (the clock aligned)" test $? -eq 0
 	echo "$sum"
+	coarse_clock_perf
 	check "guest powers off cleanly" e2e_end
 	check_out "merge: clock aligned from clock.ini" 'clock: +aligned \(ptp, [0-9]+ segments' echo "$sum"
 	check "merge: not UNALIGNED" bash -c '! grep -q UNALIGNED <<<"$1"' _ "$sum"
