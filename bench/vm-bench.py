@@ -123,6 +123,7 @@ class Bench:
                "-e", events, "--buffer-kb", kb, "--no-host", "-o", self.session_out]
         if perf_freq:
             cmd += ["--guest-perf", "--guest-freq", perf_freq]
+        cmd += shlex.split(self.a.start_args)
         if maxsize and maxsize != "-":
             cmd += ["--max-size", maxsize]
         if tracer:
@@ -285,6 +286,7 @@ def main():
     p.add_argument("--timeout", type=int, default=0)
     p.add_argument("--out", default=None)
     p.add_argument("--with-perf", action="store_true")
+    p.add_argument("--start-args", default="", help="more trace-collector start options, e.g. '--flush-interval 0'")
     a = p.parse_args()
     if not a.out:
         a.out = tempfile.mkdtemp(prefix=f"vt-bench-{a.script}-", dir="/tmp")
