@@ -234,8 +234,9 @@ void control_legacy(struct agent *a, char c);
 void control_error(struct vt_buf *out, uint32_t seq, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* Appends META_FILE frames and META_END for the current config. */
-int meta_reply(struct agent *a, uint32_t seq, struct vt_buf *out);
+/* Appends META_FILE frames and META_END for the current config; host_key (or NULL) is the key
+ * of the kallsyms the host holds for this VM: when it is current, only kallsyms_key goes. */
+int meta_reply(struct agent *a, uint32_t seq, const char *host_key, struct vt_buf *out);
 void meta_cache_free(struct meta_cache *k);
 
 int agent_run(const struct agent_options *opts);

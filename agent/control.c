@@ -218,8 +218,13 @@ static void control_config(struct agent *a, const struct vt_msg *m, struct vt_bu
 
 static void control_meta(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 {
+	_cleanup_free_ char *host_key = NULL;
 	size_t mark = out->len;
-	int r = meta_reply(a, m->hdr.seq, out);
+	int r;
+
+	if (vt_msg_str(m, VT_A_KALLSYMS_KEY, 64, &host_key) < 0)
+		host_key = NULL;
+	r = meta_reply(a, m->hdr.seq, host_key, out);
 
 	if (r < 0) {
 		out->len = mark; /* no half reply: only the error */

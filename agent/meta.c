@@ -58,11 +58,13 @@ static int meta_send(struct meta_ctx *c, const char *name, const char *path)
 	return r;
 }
 
-/* What /proc/kallsyms depends on besides the boot: loaded modules (their addresses too) and
- * kptr_restrict. */
+/* What /proc/kallsyms depends on: the boot, loaded modules (their addresses too) and
+ * kptr_restrict; as 16 hex digits (FNV-1a 64), the key the host caches it under. */
 static int meta_kallsyms_key(char **ret)
 {
-	_cleanup_free_ char *mods = NULL, *kptr = NULL;
+	_cleanup_free_ char *mods = NULL, *kptr = NULL, *boot = NULL;
+	const char *parts[3];
+	uint64_t h = 0xcbf29ce484222325ull;
 	size_t len;
 	int r = util_read_file("/proc/modules", META_FILE_MAX, &mods, &len);
 
@@ -72,19 +74,32 @@ static int meta_kallsyms_key(char **ret)
 		return r;
 	if (!mods || util_read_file("/proc/sys/kernel/kptr_restrict", 64, &kptr, NULL) < 0)
 		kptr = strdup("?");
-	if (!mods || !kptr || asprintf(ret, "%s\n%s", kptr, mods) < 0)
+	if (util_read_file("/proc/sys/kernel/random/boot_id", 64, &boot, NULL) < 0)
+		boot = strdup("?");
+	if (!mods || !kptr || !boot)
 		return -ENOMEM;
-	return 0;
+	parts[0] = boot, parts[1] = kptr, parts[2] = mods;
+	for (size_t i = 0; i < 3; i++)
+		for (const char *p = parts[i]; ; p++) {
+			h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+			if (!*p)
+				break;
+		}
+	return asprintf(ret, "%016" PRIx64, h) < 0 ? -ENOMEM : 0;
 }
 
 /* /proc/kallsyms, from the cache while the key is unchanged: the kernel formats ~200k lines
  * per read (0.2-0.4 s of guest CPU under TCG), every session. Symbols that come and go
  * without a module (BPF programs, ftrace trampolines) are not refreshed. */
-static int meta_send_kallsyms(struct meta_ctx *c)
+static int meta_send_kallsyms(struct meta_ctx *c, const char *host_key)
 {
 	struct meta_cache *k = &c->a->kallsyms;
 	_cleanup_free_ char *key = NULL;
 	int r = meta_kallsyms_key(&key);
+
+	/* The host holds this very kallsyms (same boot, modules, kptr_restrict): only the key. */
+	if (r == 0 && host_key && !strcmp(host_key, key))
+		return meta_put(c, "kallsyms_key", key, strlen(key));
 
 	if (r < 0 || !k->key || strcmp(k->key, key) != 0) {
 		meta_cache_free(k);
@@ -98,7 +113,8 @@ static int meta_send_kallsyms(struct meta_ctx *c)
 		k->key = TAKE_PTR(key);
 		log_debug("metadata: kallsyms read, %zu bytes", k->len);
 	}
-	return meta_put(c, "kallsyms", k->data, k->len);
+	r = meta_put(c, "kallsyms", k->data, k->len);
+	return r < 0 ? r : meta_put(c, "kallsyms_key", k->key, strlen(k->key));
 }
 
 void meta_cache_free(struct meta_cache *k)
@@ -132,7 +148,7 @@ static int meta_ftrace_event(const char *sys, const char *ev, void *data)
 	return strcmp(ev, "print") ? meta_event(sys, ev, data) : 0;
 }
 
-int meta_reply(struct agent *a, uint32_t seq, struct vt_buf *out)
+int meta_reply(struct agent *a, uint32_t seq, const char *host_key, struct vt_buf *out)
 {
 	static const char *const tracefs_files[] = {
 		"events/header_page", "events/header_event", "printk_formats", "saved_cmdlines",
@@ -151,7 +167,7 @@ int meta_reply(struct agent *a, uint32_t seq, struct vt_buf *out)
 	if (r == 0 && config_has_tracer(&a->cfg))
 		r = tracefs_events_foreach(&a->tfs, "ftrace", meta_ftrace_event, &c);
 	if (r == 0)
-		r = meta_send_kallsyms(&c);
+		r = meta_send_kallsyms(&c, host_key);
 	if (r == 0)
 		r = meta_send(&c, "notes", "/sys/kernel/notes");
 	if (r < 0)

@@ -118,9 +118,11 @@ int agentctl_send_config(struct agentctl *a, const char *events, const char *clo
 	return agentctl_queue(a);
 }
 
-int agentctl_send_meta_req(struct agentctl *a)
+int agentctl_send_meta_req(struct agentctl *a, const char *kallsyms_key)
 {
 	agentctl_begin(a, VT_MSG_META_REQ);
+	if (kallsyms_key)
+		vt_put_str(&a->out, VT_A_KALLSYMS_KEY, kallsyms_key);
 	return agentctl_queue(a);
 }
 
@@ -251,6 +253,16 @@ void agentctl_free(struct agentctl *a)
 	free(a);
 }
 
+unsigned agentctl_meta_files(const struct agentctl *a)
+{
+	return a->meta_files;
+}
+
+uint64_t agentctl_meta_bytes(const struct agentctl *a)
+{
+	return a->meta_bytes;
+}
+
 uint64_t agentctl_last_rx(const struct agentctl *a)
 {
 	return a->last_rx_ns;
@@ -347,7 +359,8 @@ static bool comp_is(const char *c, size_t l, const char *want)
 
 int agentctl_meta_name_ok(const char *name)
 {
-	static const char *const top[] = { "printk_formats", "saved_cmdlines", "saved_tgids", "kallsyms", "notes" };
+	static const char *const top[] = { "printk_formats", "saved_cmdlines", "saved_tgids", "kallsyms", "kallsyms_key",
+					   "notes" };
 	const char *c[4];
 	size_t l[4];
 	int n;

@@ -159,6 +159,14 @@ double spool_rate(const struct spool *s); /* MB/s over the last few seconds */
 void daemon_spool_error(struct daemon *d, unsigned k, int err); /* k: SPOOL_INDEX */
 void daemon_spool_progress(struct daemon *d, unsigned k);
 
+/* kcache.c: the VM's cached guest kallsyms (VM_DIR/cache/kallsyms and kallsyms.key). */
+#define KCACHE_KEY_LEN 16
+/* The cached kallsyms' key, or -ENOENT. */
+int kcache_key(const char *vm_dir, char key[KCACHE_KEY_LEN + 1]);
+/* After META: a kallsyms that came caches it; a kallsyms_key alone that matches the cache puts
+ * the cached copy into the session. *what says which; -errno when the session has none. */
+int kcache_settle(const char *vm_dir, int guest_dirfd, char *what, size_t whatlen);
+
 /* qmp.c: setup --qmp, the ports given to a running QEMU; 0 or -errno (said). */
 struct qemu_config;
 int setup_qmp_attach(const struct qemu_config *qc, const char *qmp_path);
@@ -179,7 +187,8 @@ int agentctl_send_hello(struct agentctl *a);
 int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb,
 			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms,
 			 const struct guest_perf_opts *perf);
-int agentctl_send_meta_req(struct agentctl *a);
+/* kallsyms_key: the key of the VM's cached kallsyms, or NULL. */
+int agentctl_send_meta_req(struct agentctl *a, const char *kallsyms_key);
 int agentctl_send_start(struct agentctl *a, uint64_t session_id);
 int agentctl_send_stop(struct agentctl *a);
 /* mark: the agent writes "vt-probe ID" into the guest trace first (hold-out probes). */
@@ -201,6 +210,9 @@ int agentctl_parse_stopped(const struct vt_msg *m, uint64_t session_id, struct v
 /* PERF_STATS of START's OK or STOPPED: -ENOENT when absent (no guest perf, or an older agent). */
 int agentctl_parse_perf_stats(const struct vt_msg *m, struct vt_perf_stats *stats, unsigned ncpus, unsigned *ret_n);
 uint64_t agentctl_last_rx(const struct agentctl *a);
+/* META_FILE frames stored this session, and their bytes. */
+unsigned agentctl_meta_files(const struct agentctl *a);
+uint64_t agentctl_meta_bytes(const struct agentctl *a);
 /* Validates a metadata file name (docs/protocol.md); 0 or -EINVAL. */
 int agentctl_meta_name_ok(const char *name);
 /* Called by agentctl.c into the daemon for every well-formed frame, and on EOF/errors. */

@@ -513,7 +513,9 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 		break;
 	case PH_CONFIG:
 		if (t == VT_MSG_OK) {
-			agentctl_send_meta_req(d->agent);
+			char key[KCACHE_KEY_LEN + 1];
+
+			agentctl_send_meta_req(d->agent, kcache_key(d->o->vm_dir, key) == 0 ? key : NULL);
 			return daemon_set_phase(d, PH_META, daemon_timeout(d) * 3);
 		}
 		if (t == VT_MSG_ERROR)
@@ -532,8 +534,16 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 					 (unsigned long long)d->meta_refused);
 			return;
 		}
-		if (t == VT_MSG_META_END)
+		if (t == VT_MSG_META_END) {
+			char what[256];
+
+			if (kcache_settle(d->o->vm_dir, d->guest_dirfd, what, sizeof(what)) < 0)
+				log_warn("metadata: %s: guest kernel symbols missing from this session", what);
+			else
+				log_info("metadata: %u files, %llu bytes over the link; %s", agentctl_meta_files(d->agent),
+					 (unsigned long long)agentctl_meta_bytes(d->agent), what);
 			return daemon_begin_tracing_steps(d);
+		}
 		if (t == VT_MSG_ERROR)
 			return daemon_fail(d, "the agent could not send its metadata: %s", err);
 		break;

@@ -70,6 +70,7 @@ enum vt_attr_tag {
 	VT_A_PERF_RING_KB = 29, /* u32 per-CPU perf ring (data part), KiB, a power of two */
 	VT_A_PERF_STATS = 30,   /* array of struct vt_perf_stats (START's OK, STOPPED) */
 	VT_A_GUEST_MONO = 32,   /* u64, PROBE_REPLY: the guest's CLOCK_MONOTONIC beside GUEST_TIME (guest perf's clock) */
+	VT_A_KALLSYMS_KEY = 33, /* str, META_REQ: the key of the host's cached kallsyms (16 hex digits) */
 	VT_A_CLOCK_RES = 31,    /* str, HELLO: each readable clock's measured step "mono=4000000ns x86-tsc=38cycles" */
 };
 

@@ -33,6 +33,16 @@ for c in 0 1; do
 done
 check "session 2: exactly its 80 markers, once, in order (nothing stale)" e2e_markers "$T/two.data" 80
 check "session 2: no warnings" e2e_no_warnings "$T/two.data"
+# The guest's kallsyms crossed the link once: session 2 (same boot, same modules, a restarted
+# agent) got it from the VM's cache.
+s1=$(ls -d "$VM"/sessions/* | head -n 1) s2=$(e2e_session)
+check_out "session 1: kallsyms received and cached" 'metadata: .*kallsyms \([0-9]+ bytes\) received and cached \(key [0-9a-f]{16}\)' cat "$s1/collector.log"
+check_out "session 2: kallsyms from the VM's cache, not the link" 'metadata: .*kallsyms unchanged \(key [0-9a-f]{16}\): [0-9]+ bytes from the VM.s cache' cat "$s2/collector.log"
+check "session 2: the same kallsyms in its session dir" cmp -s "$s1/guest/kallsyms" "$s2/guest/kallsyms"
+m1=$(sed -n 's/.*metadata: [0-9]* files, \([0-9]*\) bytes over the link.*/\1/p' "$s1/collector.log")
+m2=$(sed -n 's/.*metadata: [0-9]* files, \([0-9]*\) bytes over the link.*/\1/p' "$s2/collector.log")
+check "session 2's metadata moved kilobytes (${m2:-?} bytes), session 1's megabytes (${m1:-?})" \
+	test "${m2:-99999999}" -lt 500000 -a "${m1:-0}" -gt 1000000
 check "guest powers off cleanly" e2e_end
 check_out "the restarted agent exited cleanly" '^vt-e2e: restarted agent exit 0' e2e_console
 finish
