@@ -16,6 +16,7 @@ struct agent_options {
 	const char *ports_dir; /* NULL: /dev/virtio-ports, else sysfs lookup */
 	const char *instance;  /* ftrace instance name */
 	uint64_t pipe_max;     /* cap on the splice pipe size, bytes */
+	bool no_binaries;      /* refuse BINARY_REQ */
 };
 
 #define AGENT_DEFAULT_EVENTS "sched,irq,timer"
@@ -227,6 +228,12 @@ int session_start(struct agent *a, uint64_t id, char **ret_msg);
 /* Stops the session, filling stats (ncpus entries, caller frees) and, when ret_perf is given,
  * the perf streams' stats (ncpus entries, NULL when the session ran no guest perf). */
 int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats, struct vt_perf_stats **ret_perf);
+
+/* ---- binary.c ---- */
+
+/* BINARY_REQ: one chunk of the guest ELF file at the requested path whose build-id is the
+ * requested one, as a BINARY frame, or an ERROR naming the file (docs/protocol.md). */
+void binary_reply(struct agent *a, const struct vt_msg *m, struct vt_buf *out);
 
 /* Handles one decoded event of the control stream, appending replies to out. */
 void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out);

@@ -372,6 +372,7 @@ void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 		[VT_MSG_HELLO] = control_hello, [VT_MSG_CONFIG] = control_config,
 		[VT_MSG_META_REQ] = control_meta, [VT_MSG_START] = control_start,
 		[VT_MSG_STOP] = control_stop, [VT_MSG_PROBE] = control_probe,
+		[VT_MSG_BINARY_REQ] = binary_reply,
 	};
 	uint16_t type = m->hdr.type;
 

@@ -32,6 +32,8 @@ static void usage(FILE *f)
 		"                    (default: /dev/virtio-ports, else found through /sys/class/virtio-ports)\n"
 		"  --instance NAME   ftrace instance to create (default: virtio-trace)\n"
 		"  --pipe-max SIZE   cap on each CPU's splice pipe (default: /proc/sys/fs/pipe-max-size)\n"
+		"  --no-binaries     refuse the host's requests for guest binaries (ELF files named by\n"
+		"                    path and build-id, for guest user symbols in perf report)\n"
 		"  -v, --verbose     more messages (repeat for debug)\n"
 		"  -h, --help        this text\n"
 		"      --version     print the version\n");
@@ -39,12 +41,13 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_TRACEFS = 256, OPT_PORTS, OPT_INSTANCE, OPT_PIPE_MAX, OPT_VERSION };
+	enum { OPT_TRACEFS = 256, OPT_PORTS, OPT_INSTANCE, OPT_PIPE_MAX, OPT_NO_BINARIES, OPT_VERSION };
 	static const struct option longopts[] = {
 		{ "tracefs", required_argument, NULL, OPT_TRACEFS },
 		{ "ports-dir", required_argument, NULL, OPT_PORTS },
 		{ "instance", required_argument, NULL, OPT_INSTANCE },
 		{ "pipe-max", required_argument, NULL, OPT_PIPE_MAX },
+		{ "no-binaries", no_argument, NULL, OPT_NO_BINARIES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -71,6 +74,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_NO_BINARIES: opts.no_binaries = true; break;
 		case 'v': log_level++; break;
 		case 'h': usage(stdout); return 0;
 		case OPT_VERSION: printf("trace-agent %s\n", VT_VERSION); return 0;

@@ -5,18 +5,30 @@
  * guest perf bytes that cross user space (docs/protocol.md §3). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent.h"
+#include "elf_notes.h"
 #include "log.h"
 #include "util.h"
 
 #define PERF_SYNTH_BUF (64u << 10)
 #define PERF_SYNTH_MAPS_MAX (8u << 20) /* a process with a larger maps file gets COMM only */
 #define PERF_SYNTH_STOP 1              /* a bound is reached: stop quietly */
+#define PERF_SYNTH_BIDS 512            /* files whose build-id is remembered during one synthesis */
+
+/* A mapped file's build-id, read once per synthesis (len 0: it has none). */
+struct perf_synth_bid {
+	uint32_t maj, min;
+	uint64_t ino;
+	uint8_t len, id[ELF_NOTES_BUILD_ID_MAX];
+};
 
 struct perf_synth {
 	const struct pump_port *port;
@@ -25,6 +37,8 @@ struct perf_synth {
 	unsigned tasks;
 	uint64_t records, bytes;         /* written to the port */
 	uint64_t buf_records, buf_bytes; /* waiting in buf */
+	unsigned n_bids;
+	struct perf_synth_bid bids[PERF_SYNTH_BIDS];
 	uint8_t buf[PERF_SYNTH_BUF];
 };
 
@@ -49,6 +63,17 @@ struct perf_synth_mmap2 {
 	uint32_t prot, flags;
 };
 _Static_assert(sizeof(struct perf_synth_mmap2) == 64, "PERF_RECORD_MMAP2 body before the name");
+
+/* The same with PERF_RECORD_MISC_MMAP_BUILD_ID: the build-id in place of device and inode. */
+struct perf_synth_mmap2_bid {
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	uint8_t build_id_size, res1;
+	uint16_t res2;
+	uint8_t build_id[20];
+	uint32_t prot, flags;
+};
+_Static_assert(sizeof(struct perf_synth_mmap2_bid) == 64, "PERF_RECORD_MMAP2 (build-id) body before the name");
 
 static int perf_synth_flush(struct perf_synth *s)
 {
@@ -126,25 +151,76 @@ static int perf_synth_threads(struct perf_synth *s, uint32_t pid)
 	return r;
 }
 
-/* One line of /proc/PID/maps: an MMAP2 if the mapping is executable. */
+static int perf_synth_elf_read(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread(*(int *)ctx, buf, len, (off_t)off);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* The build-id of the file a mapping shows (its map_files link, which names the mapped file
+ * even when the path now holds another), remembered by device and inode; NULL when none. */
+static const struct perf_synth_bid *perf_synth_build_id(struct perf_synth *s, uint32_t pid, const char *range,
+							 unsigned maj, unsigned min, uint64_t ino)
+{
+	struct perf_synth_bid *b;
+	_cleanup_close_ int fd = -1;
+	char path[96];
+	struct stat st;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < s->n_bids; i++)
+		if (s->bids[i].ino == ino && s->bids[i].maj == maj && s->bids[i].min == min)
+			return s->bids[i].len ? &s->bids[i] : NULL;
+	if (s->n_bids == PERF_SYNTH_BIDS)
+		return NULL;
+	b = &s->bids[s->n_bids++];
+	*b = (struct perf_synth_bid){ .maj = maj, .min = min, .ino = ino };
+	snprintf(path, sizeof(path), "/proc/%u/map_files/%.40s", pid, range);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    elf_file_build_id(perf_synth_elf_read, &fd, (uint64_t)st.st_size, b->id, &n) < 0)
+		return NULL;
+	b->len = (uint8_t)n;
+	return b;
+}
+
+/* One line of /proc/PID/maps: an MMAP2 if the mapping is executable, with the file's build-id
+ * when it has one (as the kernel writes them for attr.build_id). */
 static int perf_synth_map_line(struct perf_synth *s, const char *line, uint32_t pid)
 {
 	unsigned long long start, end, off, ino;
 	unsigned maj, min;
 	char perms[8];
-	int name = -1;
+	int name = -1, range = 0;
 	const char *fn;
+	const struct perf_synth_bid *b = NULL;
+	uint32_t prot;
 
-	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min, &ino,
+	if (sscanf(line, "%llx-%llx%n %7s %llx %x:%x %llu %n", &start, &end, &range, perms, &off, &maj, &min, &ino,
 		   &name) < 7 || strlen(perms) != 4 || perms[2] != 'x' || end <= start)
 		return 0;
 	fn = name >= 0 && line[name] ? line + name : "//anon";
+	prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | PROT_EXEC;
+	if (fn[0] == '/' && ino && range > 0 && range < 40) {
+		char r[41];
+
+		snprintf(r, sizeof(r), "%.*s", range, line);
+		b = perf_synth_build_id(s, pid, r, maj, min, ino);
+	}
+	if (b) {
+		struct perf_synth_mmap2_bid m = { .pid = pid, .tid = pid, .addr = start, .len = end - start,
+						  .pgoff = off, .build_id_size = b->len, .prot = prot,
+						  .flags = perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE };
+
+		memcpy(m.build_id, b->id, b->len);
+		return perf_synth_put(s, PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER | PERF_RECORD_MISC_MMAP_BUILD_ID, &m,
+				      sizeof(m), fn, pid, pid);
+	}
 	return perf_synth_put(s, PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER,
 			      &(struct perf_synth_mmap2){
 				      .pid = pid, .tid = pid, .addr = start, .len = end - start, .pgoff = off,
-				      .maj = maj, .min = min, .ino = ino,
-				      .prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
-					      PROT_EXEC,
+				      .maj = maj, .min = min, .ino = ino, .prot = prot,
 				      .flags = perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE },
 			      sizeof(struct perf_synth_mmap2), fn, pid, pid);
 }

@@ -149,6 +149,36 @@ int agentctl_send_probe(struct agentctl *a, uint64_t id, uint64_t host_ns, bool 
 	return agentctl_queue(a);
 }
 
+int agentctl_send_binary_req(struct agentctl *a, const char *path, const uint8_t *id, size_t len, uint64_t off)
+{
+	agentctl_begin(a, VT_MSG_BINARY_REQ);
+	vt_put_str(&a->out, VT_A_FILE_NAME, path);
+	vt_put_bytes(&a->out, VT_A_BUILD_ID, id, len);
+	vt_put_u64(&a->out, VT_A_FILE_OFFSET, off);
+	return agentctl_queue(a);
+}
+
+int agentctl_parse_binary(const struct vt_msg *m, const uint8_t *id, size_t id_len, uint64_t off,
+			  const uint8_t **ret_data, size_t *ret_len, uint64_t *ret_size)
+{
+	struct vt_attr bid, data;
+	uint64_t size, at;
+
+	if (m->hdr.type != VT_MSG_BINARY || vt_msg_find(m, VT_A_BUILD_ID, &bid) < 0 ||
+	    vt_msg_find(m, VT_A_FILE_DATA, &data) < 0 || vt_msg_u64(m, VT_A_FILE_SIZE, &size) < 0 ||
+	    vt_msg_u64(m, VT_A_FILE_OFFSET, &at) < 0)
+		return -EBADMSG;
+	if (bid.len != id_len || memcmp(bid.data, id, id_len) || at != off)
+		return -ESTALE; /* not the chunk asked for */
+	if (size > VT_BINARY_MAX || at > size || data.len > size - at || data.len > VT_BINARY_CHUNK ||
+	    (data.len == 0 && at < size))
+		return -EMSGSIZE;
+	*ret_data = data.data;
+	*ret_len = data.len;
+	*ret_size = size;
+	return 0;
+}
+
 static void agentctl_reply_error(struct agentctl *a, uint32_t seq, int err, const char *msg)
 {
 	vt_msg_begin(&a->out, VT_MSG_ERROR, seq);

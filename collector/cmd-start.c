@@ -22,7 +22,8 @@
 	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
 	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
-	"       [--flush-interval SEC] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]]\n" \
+	"       [--flush-interval SEC] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]\n"  \
+	"       [--no-guest-binaries]]\n"                                                              \
 	"       [-- PERF_RECORD_ARGS...]\n"                                                          \
 	"Starts a daemon that drives trace-agent in the guest over the ports in D (default\n"          \
 	COLLECTOR_VM_ROOT "/VM, made by 'trace-collector setup'), spools every CPU's pages into\n"    \
@@ -47,6 +48,9 @@
 	"                   guest PMU), with kernel and user call chains, over the perf-path ports\n" \
 	"  --guest-freq HZ  guest perf samples per second per event and CPU (default 1000)\n"      \
 	"  --guest-perf-kb N  each guest CPU's perf ring, KiB, a power of two (default 1024)\n"    \
+	"  --no-guest-binaries  do not fetch the guest binaries its user-mode samples ran in (by\n" \
+	"                   default they are fetched at stop, by build-id, into perf's build-id\n"   \
+	"                   cache $HOME/.debug, so perf report names guest user functions)\n"       \
 	"  --allow-partial  go on when some guest CPUs cannot stream (named in status, the stop\n"   \
 	"                   summary and session.ini); by default start fails naming them\n"              \
 	"  -- ARGS          host perf record's own arguments instead of '-a -e LIST', passed as they\n" \
@@ -190,6 +194,7 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'B': return start_interval(optarg, &o->probe_interval_ms);
 	case 'Z': o->holdout = true; return 0;
 	case 'A': o->allow_partial = true; return 0;
+	case 'x': o->perf.no_binaries = true; return 0;
 	case 'I': return !strcmp(optarg, "0") ? (o->flush_ms = 0, 0) : start_interval(optarg, &o->flush_ms);
 	case 'K': o->kvm_debugfs = optarg; return strlen(optarg) < 256 ? 0 : -EINVAL;
 	case 'g': return start_guest_perf(o, optarg);
@@ -214,7 +219,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "probe-interval", 1, 0, 'B' }, { "holdout-probes", 0, 0, 'Z' }, { "kvm-debugfs", 1, 0, 'K' },
 		{ "tracer", 1, 0, 'T' }, { "ftrace-filter", 1, 0, 'F' }, { "allow-partial", 0, 0, 'A' },
 		{ "flush-interval", 1, 0, 'I' }, { "guest-perf", 2, 0, 'g' }, { "guest-freq", 1, 0, 'G' },
-		{ "guest-perf-kb", 1, 0, 'k' },
+		{ "guest-perf-kb", 1, 0, 'k' }, { "no-guest-binaries", 0, 0, 'x' },
 		{ "help", 0, 0, 'h' }, {},
 	};
 	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;

@@ -42,6 +42,7 @@ struct guest_perf_opts {
 	const char *events; /* "cpu-clock,page-faults" */
 	uint32_t freq;      /* Hz per event and CPU */
 	uint32_t ring_kb;   /* per-CPU perf ring in the guest */
+	bool no_binaries;   /* --no-guest-binaries: no guest user symbols fetched at stop */
 };
 
 /* Parsed `start` options (the only mutable state besides the log level). */
@@ -74,6 +75,21 @@ struct start_opts {
 
 struct daemon;
 struct event_base;
+
+/* gbinfetch.c: at stop, the guest binaries that guest user-mode samples ran in, from the agent
+ * into SESSION/binaries/ (the merge installs them in perf's build-id cache). */
+struct gbinfetch;
+struct agentctl;
+struct vt_msg;
+/* Scans the session's guest perf streams and opens SESSION/binaries/index. */
+int gbinfetch_new(const char *session_dir, struct gbinfetch **ret);
+/* Sends the next request; false when nothing is left to fetch. */
+bool gbinfetch_next(struct gbinfetch *f, struct agentctl *a);
+/* Takes the reply (BINARY or ERROR) to the pending request and sends the next; false when done. */
+bool gbinfetch_on_msg(struct gbinfetch *f, struct agentctl *a, const struct vt_msg *m);
+void gbinfetch_abort(struct gbinfetch *f, const char *why);
+void gbinfetch_summary(const struct gbinfetch *f, FILE *out);
+void gbinfetch_free(struct gbinfetch *f);
 
 /* ports.c: the per-VM FIFO pairs (NAME.in / NAME.out) or sockets (NAME.sock). */
 enum port_kind { PORT_FIFO, PORT_SOCKET };
@@ -193,6 +209,12 @@ int agentctl_send_start(struct agentctl *a, uint64_t session_id);
 int agentctl_send_stop(struct agentctl *a);
 /* mark: the agent writes "vt-probe ID" into the guest trace first (hold-out probes). */
 int agentctl_send_probe(struct agentctl *a, uint64_t id, uint64_t host_ns, bool mark);
+/* BINARY_REQ: the chunk at off of the guest file path whose build-id is id. */
+int agentctl_send_binary_req(struct agentctl *a, const char *path, const uint8_t *id, size_t len, uint64_t off);
+/* A BINARY frame answering that request: its data and the file's size; -EBADMSG (malformed),
+ * -ESTALE (another file or offset), -EMSGSIZE (sizes out of bounds). */
+int agentctl_parse_binary(const struct vt_msg *m, const uint8_t *id, size_t id_len, uint64_t off,
+			  const uint8_t **ret_data, size_t *ret_len, uint64_t *ret_size);
 int agentctl_parse_hello(const struct vt_msg *m, struct agent_hello *ret);
 /* An ERROR frame as one printable line: "MESSAGE (errno N)". */
 void agentctl_error_text(const struct vt_msg *m, char *buf, size_t size);

@@ -94,6 +94,8 @@ static void daemon_report_perf(const struct daemon *d, FILE *f)
 	fprintf(f, "guest perf: %s, %llu records, %llu samples, %llu samples lost in the guest, %llu bytes lost in "
 		   "transport%s\n", d->o->perf.events, (unsigned long long)records, (unsigned long long)samples,
 		(unsigned long long)lost, (unsigned long long)transport, unknown ? " (some CPUs unknown)" : "");
+	if (d->gbin)
+		gbinfetch_summary(d->gbin, f);
 }
 
 void daemon_report_summary(const struct daemon *d, FILE *f)

@@ -34,6 +34,7 @@ const char *const daemon_phase_names[] = {
 	[PH_PROBES0] = "clock probes", [PH_PERF] = "starting host perf record",
 	[PH_START] = "starting the agent", [PH_TRACING] = "tracing",
 	[PH_PROBES1] = "clock probes at stop", [PH_STOP] = "waiting for the agent to stop",
+	[PH_BINARIES] = "fetching guest binaries",
 	[PH_PERF_STOP] = "waiting for host perf record", [PH_STOPPED] = "stopped",
 };
 
@@ -92,6 +93,7 @@ static void daemon_fail(struct daemon *d, const char *fmt, ...)
 }
 
 static void daemon_stop_begin(struct daemon *d, const char *reason);
+static void daemon_binaries_end(struct daemon *d, const char *abort_why);
 
 /* True on the 1st, 2nd, 4th, 8th... call: hostile floods cannot fill the log. */
 static bool log_due(uint64_t *counter)
@@ -566,6 +568,14 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 		if (t == VT_MSG_ERROR)
 			return daemon_fail(d, "the agent refused to start: %s", err);
 		break;
+	case PH_BINARIES:
+		if (t == VT_MSG_BINARY || t == VT_MSG_ERROR) {
+			if (!gbinfetch_on_msg(d->gbin, d->agent, m))
+				return daemon_binaries_end(d, NULL);
+			d->deadline_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d);
+			return;
+		}
+		break;
 	case PH_STOP:
 		if (t == VT_MSG_STOPPED)
 			return daemon_on_stopped(d, m);
@@ -704,6 +714,47 @@ static void daemon_stop_begin(struct daemon *d, const char *reason)
 	}
 	agentctl_send_stop(d->agent);
 	daemon_set_phase(d, PH_STOP, STOP_WAIT_NS);
+}
+
+static void daemon_perf_stop(struct daemon *d);
+
+static void daemon_binaries_end(struct daemon *d, const char *abort_why)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (abort_why)
+		gbinfetch_abort(d->gbin, abort_why);
+	f = open_memstream(&text, &len);
+	if (f) {
+		gbinfetch_summary(d->gbin, f);
+		fclose(f);
+		log_info("%s", text ? text : "");
+	}
+	daemon_perf_stop(d);
+}
+
+/* With guest perf: the binaries guest user-mode samples ran in, from the agent (gbinfetch.c). */
+static void daemon_binaries(struct daemon *d)
+{
+	int r;
+
+	if (!d->o->perf.events || d->o->perf.no_binaries || d->agent_gone || d->gbin)
+		return daemon_perf_stop(d);
+	for (unsigned k = COLLECTOR_MAX_CPUS; k < ARRAY_SIZE(d->spools); k++) /* the scan reads the files */
+		if (d->spools[k] && (r = spool_persist(d->spools[k])) < 0)
+			log_warn("cpu%u: cannot write the last bytes of perf-cpu%u.spool: %s", k - COLLECTOR_MAX_CPUS,
+				 k - COLLECTOR_MAX_CPUS, strerror(-r));
+	r = gbinfetch_new(d->s.dir, &d->gbin);
+	if (r < 0) {
+		log_warn("guest binaries: cannot scan the guest perf streams of %s: %s; guest user functions stay unnamed",
+			 d->s.dir, strerror(-r));
+		return daemon_perf_stop(d);
+	}
+	if (!gbinfetch_next(d->gbin, d->agent))
+		return daemon_binaries_end(d, NULL);
+	daemon_set_phase(d, PH_BINARIES, daemon_timeout(d));
 }
 
 static void daemon_perf_stop(struct daemon *d)
@@ -857,6 +908,10 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 			 !d->stopped_msg && qemu_runs_tcg(d->s.qemu_pid) ? TCG_PATCH_HANG : "");
 		daemon_perf_stop(d);
 		break;
+	case PH_BINARIES:
+		log_warn("guest binaries: no answer from the agent within %u s; the rest are not fetched", d->o->timeout_s);
+		daemon_binaries_end(d, "refused:no-answer");
+		break;
 	case PH_PERF_STOP:
 		log_warn("host perf record did not exit within %llu s after SIGINT: killed; host.data may be truncated",
 			 PERF_WAIT_NS / SEC);
@@ -906,7 +961,10 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 		else if (now >= d->next_probe_ns)
 			daemon_tick_probe(d, now);
 	} else if (d->ph == PH_STOP && ((d->stopped_msg && daemon_all_ended(d)) || d->agent_gone)) {
-		daemon_perf_stop(d);
+		daemon_binaries(d);
+	} else if (d->ph == PH_BINARIES && d->agent_gone) {
+		log_warn("guest binaries: agent-ctl-path closed while fetching them");
+		daemon_binaries_end(d, "refused:agent-gone");
 	} else if (d->ph == PH_PERF_STOP && hostperf_reap(d->perf)) {
 		daemon_finalize(d);
 	} else if (d->ph < PH_TRACING && d->agent_gone && d->kind == PORT_FIFO) {
@@ -1104,6 +1162,7 @@ static void daemon_free(struct daemon *d)
 	agentctl_free(d->agent);
 	port_close(&d->ctl);
 	hostperf_free(d->perf);
+	gbinfetch_free(d->gbin);
 	ctlsock_free(d->sock);
 	if (d->guest_dirfd >= 0)
 		close(d->guest_dirfd);

@@ -12,7 +12,7 @@
 
 enum phase {
 	PH_HELLO, PH_RESET, PH_CONFIG, PH_META, PH_PROBES0, PH_PERF, PH_START, PH_TRACING,
-	PH_PROBES1, PH_STOP, PH_PERF_STOP, PH_STOPPED,
+	PH_PROBES1, PH_STOP, PH_BINARIES, PH_PERF_STOP, PH_STOPPED,
 };
 
 struct daemon {
@@ -25,6 +25,7 @@ struct daemon {
 	struct agentctl *agent;
 	struct spool *spools[2 * COLLECTOR_MAX_CPUS];
 	struct hostperf *perf;
+	struct gbinfetch *gbin; /* at stop, with guest perf: guest binaries being fetched */
 	struct ctlsock *sock;
 	struct session_info s;
 	struct agent_hello hello;

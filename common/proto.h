@@ -10,6 +10,8 @@
 #define VT_PROTO_VERSION 1
 #define VT_PROTO_HDR_SIZE 16
 #define VT_PROTO_MAX_PAYLOAD (16u << 20)
+#define VT_BINARY_CHUNK (4u << 20)      /* FILE_DATA bytes per BINARY frame */
+#define VT_BINARY_MAX (256ull << 20)    /* the largest guest binary sent */
 #define VT_PROTO_MAX_STR 4096 /* any string attribute except file data */
 
 /* Frame header, little-endian on the wire. */
@@ -35,6 +37,8 @@ enum vt_msg_type {
 	VT_MSG_STOPPED = 10,   /* A_SESSION, A_CPU_STATS */
 	VT_MSG_PROBE = 11,     /* A_PROBE_ID, A_HOST_TIME, A_MARK */
 	VT_MSG_PROBE_REPLY = 12, /* A_PROBE_ID, A_HOST_TIME, A_GUEST_TIME, A_CLOCK */
+	VT_MSG_BINARY_REQ = 13, /* A_FILE_NAME (guest path), A_BUILD_ID, A_FILE_OFFSET -> BINARY or ERROR */
+	VT_MSG_BINARY = 14,     /* A_BUILD_ID, A_FILE_SIZE, A_FILE_OFFSET, A_FILE_DATA (<= VT_BINARY_CHUNK) */
 	VT_MSG_TYPE_MAX,
 };
 
@@ -71,6 +75,9 @@ enum vt_attr_tag {
 	VT_A_PERF_STATS = 30,   /* array of struct vt_perf_stats (START's OK, STOPPED) */
 	VT_A_GUEST_MONO = 32,   /* u64, PROBE_REPLY: the guest's CLOCK_MONOTONIC beside GUEST_TIME (guest perf's clock) */
 	VT_A_KALLSYMS_KEY = 33, /* str, META_REQ: the key of the host's cached kallsyms (16 hex digits) */
+	VT_A_BUILD_ID = 34,     /* bytes (1..20), BINARY_REQ / BINARY: the GNU build-id of a guest binary */
+	VT_A_FILE_OFFSET = 35,  /* u64, BINARY_REQ / BINARY: where FILE_DATA starts in the file */
+	VT_A_FILE_SIZE = 36,    /* u64, BINARY: the whole file's size */
 	VT_A_CLOCK_RES = 31,    /* str, HELLO: each readable clock's measured step "mono=4000000ns x86-tsc=38cycles" */
 };
 

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "log.h"
+#include "gbin.h"
 #include "merge.h"
 #include "collector.h"
 #include "out.h"
@@ -425,6 +426,23 @@ int merge_clock_state(const char *session_dir, char *why, size_t whylen)
 	return r < 0 ? r : r ? 1 : 0;
 }
 
+/* Guest binaries fetched at stop go into perf's build-id cache, and the summary says so. */
+static void merge_gbin_summary(const char *dir)
+{
+	struct gbin_settled st;
+
+	if (merge_gbin_settle(dir, &st) < 0)
+		return;
+	printf("  guest binaries: %u in perf's build-id cache %s (%u placed now, %u there before), %u not sent",
+	       st.installed + st.cached, st.bdir, st.installed, st.cached, st.not_sent + st.bad);
+	if (st.no_build_id)
+		printf("; %" PRIu64 " mappings without a build-id: perf names their functions [unknown]", st.no_build_id);
+	printf("\n");
+	if (st.bad)
+		log_warn("%u guest binaries in %s/binaries failed their check again (build-id, size, path): not used",
+			 st.bad, dir);
+}
+
 int merge_run(const struct merge_options *o)
 {
 	_cleanup_free_ struct merge_ctx *m = calloc(1, sizeof(*m));
@@ -459,6 +477,7 @@ int merge_run(const struct merge_options *o)
 		goto out;
 	}
 	summary(m, data);
+	merge_gbin_summary(o->session_dir);
 	if (m->out_dir)
 		printf("  output: a perf.data directory: %s/data and %s/kcore_dir__%" PRIu64 "/kallsyms (the guest's "
 		       "kernel symbols; perf -i %s reads both)\n", o->output, o->output, m->guest.machine_pid, o->output);

@@ -5,12 +5,18 @@
 #      script tags its samples VM:<qemu pid> VCPU:<n> on both vCPUs with call chains, every one of
 #      them lies between its own vCPU's begin and end markers (within the clock's error bound),
 #      guest samples interleave with host events, and perf prints no warning;
+#      guest user functions are named with no options: stop fetched the binaries the samples ran
+#      in into perf's build-id cache ($HOME/.debug, a fresh HOME here), so vt-spin's samples name
+#      workload_spin_hot;
 #   2. the same spinner at SCHED_FIFO beside an 8 KiB guest perf ring: the agent cannot drain it,
-#      the kernel's LOST records reach perf (report --stats) and the stop summary says as much.
+#      the kernel's LOST records reach perf (report --stats) and the stop summary says as much;
+#      the workload binary is not fetched again (already in the cache).
 . "$(dirname "$0")/lib.sh"
 
 e2e_init gperf
 out=$T/out.data
+export HOME=$T/home # perf's build-id cache: $HOME/.debug, for the daemon and perf alike
+mkdir -p "$HOME"
 
 check "boot 2 vCPUs (setup's ports include perf-path-cpuN)" e2e_boot --cpus 2
 qpid=$(e2e_qemu_pid)
@@ -48,6 +54,16 @@ check "every one is a function of the guest kernel's kallsyms, none a raw addres
 	for s in $1; do grep -q " $s\$\| $s	" "$2" || { echo "not in guest kallsyms: $s" >&2; exit 1; }; done' _ "$gsyms" "$(e2e_session)/guest/kallsyms"
 check_out "host samples still name host kernel functions" '\[kernel\.kallsyms\] +\[k\] __schedule' \
 	bash -c '"$1" report -i "$2" --stdio --no-children --sort dso,sym 2>/dev/null | awk "/of event .sched:sched_switch./ { on = 1; next } /of event/ { on = 0 } on"' _ "$PERF" "$out"
+# Guest user functions with no options: the binaries fetched at stop, by build-id.
+check_out "stop summary: guest binaries fetched" '^guest binaries: [0-9]+ that user-mode samples ran in: [1-9][0-9]* fetched' echo "$sum"
+check_out "merge summary: placed in perf's build-id cache" "guest binaries: [1-9][0-9]* in perf's build-id cache $HOME/.debug" echo "$sum"
+wbid=$(readelf -n "$(e2e_session)"/binaries/[0-9a-f]*[0-9a-f] 2>/dev/null | awk '/Build ID/ { print $3 }' | head -n 20)
+check "the session's binaries are ELF files with the build-ids they are named by" bash -c '
+	for f in "$1"/binaries/*; do case $f in *index|*.part) continue;; esac
+		[ "$(readelf -n "$f" | awk "/Build ID/ { print \$3 }")" = "$(basename "$f")" ] || exit 1; done' _ "$(e2e_session)"
+check_out "perf report (no options): vt-spin's samples name workload_spin_hot in the guest's workload binary" \
+	'^ +[0-9.]+% +vt-spin +workload +\[u\] workload_spin_hot' \
+	bash -c '"$1" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$out"
 bound=$(sed -n 's/^clock_error_bound_ns=//p' "$(e2e_session)/merge.ini")
 check "every vt-spin sample lies between its vCPU's markers (+- ${bound:-?} ns)" e2e_spin_in_window "$out" "${bound:-0}"
 check "guest samples interleave with host events" bash -c '"$1" script -i "$2" -F event 2>/dev/null | awk "
@@ -61,6 +77,7 @@ sum=$(e2e_stop -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"
 check "guest powers off cleanly" e2e_end
+check_out "second session: the workload binary is not fetched again" '^guest binaries: [0-9]+ that user-mode samples ran in: 0 fetched \(0.0 MB\), [1-9][0-9]* already in' echo "$sum"
 check "stop -o on an existing perf.data directory keeps it as OUT.old, like perf record" test -f "$out.old/data"
 lost=$(sed -n 's/.* \([0-9][0-9]*\) LOST records for \([0-9][0-9]*\) samples lost.*/\1/p' <<<"$sum")
 check "merge summary: the guest kernel's LOST records (${lost:-none})" test "${lost:-0}" -gt 0

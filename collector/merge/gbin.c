@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Guest binaries for guest user symbols (docs/perf-data.md, "Guest user symbols"): which ELF
+ * files the guest's user-mode samples ran in (the scan: the daemon asks the agent for them at
+ * stop), and their install into perf's build-id cache, where perf report looks a guest DSO up
+ * by the build-id of its MMAP2 record (the merge: SESSION/binaries/ → BUILDID_DIR). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gbin.h"
+#include "merge.h"
+#include "util.h"
+
+#define GBIN_MAPS_MAX (1u << 18)
+#define GBIN_PIDS_MAX (1u << 20)
+#define GBIN_FORK_DEPTH 64
+
+struct gbin_map {
+	uint32_t pid;
+	uint8_t len, id[ELF_NOTES_BUILD_ID_MAX];
+	char *path;
+};
+
+struct gbin_fork {
+	uint32_t pid, ppid;
+};
+
+struct gbin_scan {
+	struct gbin_map *maps;
+	size_t n_maps, cap_maps;
+	uint32_t *hit;
+	size_t n_hit, cap_hit;
+	struct gbin_fork *forks;
+	size_t n_forks, cap_forks;
+	uint64_t samples;
+};
+
+static int cmp_u32(const void *a, const void *b);
+
+/* Sorts and dedups n pids in place; the new count. */
+static size_t gbin_unique(uint32_t *v, size_t n)
+{
+	size_t w = 0;
+
+	qsort(v, n, sizeof(*v), cmp_u32);
+	for (size_t i = 0; i < n; i++)
+		if (!w || v[w - 1] != v[i])
+			v[w++] = v[i];
+	return w;
+}
+
+static int grow(void **v, size_t *cap, size_t n, size_t size, size_t max)
+{
+	void *p;
+
+	if (n < *cap)
+		return 0;
+	if (n >= max)
+		return -ENOSPC;
+	p = reallocarray(*v, *cap ? *cap * 2 : 256, size);
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = *cap ? *cap * 2 : 256;
+	return 0;
+}
+
+bool merge_gbin_path_ok(const char *path)
+{
+	size_t n = strnlen(path, GBIN_PATH_MAX);
+
+	if (n == 0 || n >= GBIN_PATH_MAX || path[0] != '/')
+		return false;
+	for (const char *c = path; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return false;
+	for (const char *c = path; *c;) {
+		size_t l;
+
+		while (*c == '/')
+			c++;
+		l = strcspn(c, "/");
+		if ((l == 1 && c[0] == '.') || (l == 2 && c[0] == '.' && c[1] == '.') || l > NAME_MAX)
+			return false;
+		c += l;
+	}
+	return path[n - 1] != '/';
+}
+
+void merge_gbin_hex(const uint8_t *id, size_t len, char *out)
+{
+	for (size_t i = 0; i < len; i++)
+		sprintf(out + 2 * i, "%02x", id[i]);
+	out[2 * len] = '\0';
+}
+
+/* One validated guest perf record (the scan reads MMAP2, FORK and user-mode SAMPLE records). */
+static int gbin_record(struct gbin_scan *s, const uint8_t *r)
+{
+	struct perf_event_header h;
+	uint32_t pid, prot;
+	int e;
+
+	memcpy(&h, r, sizeof(h));
+	if (h.type == PERF_RECORD_SAMPLE && (h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER) {
+		memcpy(&pid, r + 24, 4); /* after id and ip: pid */
+		s->samples++;
+		if (s->n_hit && s->hit[s->n_hit - 1] == pid)
+			return 0;
+		if (s->n_hit == s->cap_hit)
+			s->n_hit = gbin_unique(s->hit, s->n_hit);
+		if ((e = grow((void **)&s->hit, &s->cap_hit, s->n_hit, sizeof(*s->hit), GBIN_PIDS_MAX)) < 0)
+			return e;
+		s->hit[s->n_hit++] = pid;
+	} else if (h.type == PERF_RECORD_FORK) {
+		struct gbin_fork f;
+
+		memcpy(&f, r + 8, sizeof(f));
+		if (f.pid == f.ppid)
+			return 0; /* a thread */
+		if ((e = grow((void **)&s->forks, &s->cap_forks, s->n_forks, sizeof(*s->forks), GBIN_PIDS_MAX)) < 0)
+			return e;
+		s->forks[s->n_forks++] = f;
+	} else if (h.type == PERF_RECORD_MMAP2) {
+		struct gbin_map *m;
+		const char *name = (const char *)r + 72; /* NUL inside the record: checked by the reader */
+
+		memcpy(&pid, r + 8, 4);
+		memcpy(&prot, r + 64, 4);
+		if (!(prot & PROT_EXEC) || name[0] != '/')
+			return 0;
+		if ((e = grow((void **)&s->maps, &s->cap_maps, s->n_maps, sizeof(*s->maps), GBIN_MAPS_MAX)) < 0)
+			return e;
+		m = &s->maps[s->n_maps];
+		*m = (struct gbin_map){ .pid = pid };
+		if ((h.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) && r[40] > 0 && r[40] <= ELF_NOTES_BUILD_ID_MAX) {
+			m->len = r[40];
+			memcpy(m->id, r + 44, m->len);
+		}
+		if (!(m->path = strdup(name)))
+			return -ENOMEM;
+		s->n_maps++;
+	}
+	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_want(const void *a, const void *b)
+{
+	const struct gbin_want *x = a, *y = b;
+	int c = memcmp(x->id, y->id, ELF_NOTES_BUILD_ID_MAX);
+
+	return c ? c : (int)x->len - (int)y->len;
+}
+
+static int cmp_fork(const void *a, const void *b)
+{
+	return cmp_u32(&((const struct gbin_fork *)a)->pid, &((const struct gbin_fork *)b)->pid);
+}
+
+static bool gbin_has(const uint32_t *v, size_t n, uint32_t pid)
+{
+	return n && bsearch(&pid, v, n, sizeof(*v), cmp_u32);
+}
+
+/* The sampled processes and their ancestors up to their last exec (forks copy the maps). */
+static void gbin_closure(struct gbin_scan *s)
+{
+	size_t n = s->n_hit = gbin_unique(s->hit, s->n_hit);
+
+	qsort(s->forks, s->n_forks, sizeof(*s->forks), cmp_fork);
+	for (size_t i = 0; i < n; i++) {
+		struct gbin_fork key = { .pid = s->hit[i] }, *f;
+
+		for (int d = 0; d < GBIN_FORK_DEPTH; d++) {
+			f = s->n_forks ? bsearch(&key, s->forks, s->n_forks, sizeof(*f), cmp_fork) : NULL;
+			if (!f || grow((void **)&s->hit, &s->cap_hit, s->n_hit, sizeof(*s->hit), GBIN_PIDS_MAX) < 0)
+				break;
+			key.pid = f->ppid;
+			s->hit[s->n_hit++] = key.pid;
+		}
+	}
+	s->n_hit = gbin_unique(s->hit, s->n_hit);
+}
+
+static int gbin_wants(struct gbin_scan *s, struct gbin_list *l)
+{
+	size_t w = 0;
+
+	l->v = calloc(MAX(s->n_maps, (size_t)1), sizeof(*l->v));
+	if (!l->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_maps; i++) {
+		const struct gbin_map *m = &s->maps[i];
+
+		if (!gbin_has(s->hit, s->n_hit, m->pid))
+			continue;
+		if (!m->len) {
+			l->maps_no_build_id++;
+			continue;
+		}
+		if (!merge_gbin_path_ok(m->path)) {
+			l->bad_paths++;
+			continue;
+		}
+		l->v[w].len = m->len;
+		memcpy(l->v[w].id, m->id, m->len);
+		snprintf(l->v[w].path, sizeof(l->v[w].path), "%s", m->path);
+		w++;
+	}
+	qsort(l->v, w, sizeof(*l->v), cmp_want);
+	l->n = 0;
+	for (size_t i = 0; i < w; i++)
+		if (!l->n || cmp_want(&l->v[l->n - 1], &l->v[i]))
+			l->v[l->n++] = l->v[i];
+	return 0;
+}
+
+int merge_gbin_scan(const char *dir, struct gbin_list *ret)
+{
+	struct merge_guest g = { 0 };
+	struct merge_gperf gp = { 0 };
+	struct gbin_scan s = { 0 };
+	char why[256];
+	int r = merge_guest_load(&g, dir, why, sizeof(why));
+
+	*ret = (struct gbin_list){ 0 };
+	if (r >= 0)
+		r = merge_gperf_load(&gp, &g, dir);
+	for (uint32_t i = 0; r >= 0 && gp.present && i < gp.ncpus_total; i++)
+		while (r >= 0 && merge_gperf_peek(&gp, &g, &gp.cpus[i])) {
+			r = gbin_record(&s, gp.cpus[i].rec);
+			gp.cpus[i].head_valid = false;
+		}
+	if (r == -ENOSPC)
+		r = 0; /* bounded: what was seen so far */
+	if (r >= 0) {
+		ret->sampled = s.samples;
+		gbin_closure(&s);
+		r = gbin_wants(&s, ret);
+	}
+	for (size_t i = 0; i < s.n_maps; i++)
+		free(s.maps[i].path);
+	free(s.maps);
+	free(s.hit);
+	free(s.forks);
+	merge_gperf_free(&gp);
+	merge_guest_free(&g);
+	return r;
+}
+
+void merge_gbin_list_free(struct gbin_list *l)
+{
+	free(l->v);
+	*l = (struct gbin_list){ 0 };
+}
+
+/* BDIR/.build-id/xx/rest (perf's link to the cached file's directory) into buf. */
+static void gbin_link(const char *bdir, const uint8_t *id, size_t len, char *buf, size_t size)
+{
+	char hex[2 * ELF_NOTES_BUILD_ID_MAX + 1];
+
+	merge_gbin_hex(id, len, hex);
+	snprintf(buf, size, "%s/.build-id/%.2s/%s", bdir, hex, hex + 2);
+}
+
+bool merge_gbin_cached(const char *bdir, const uint8_t *id, size_t len)
+{
+	char path[PATH_MAX + 64];
+
+	gbin_link(bdir, id, len, path, sizeof(path) - 8);
+	strcat(path, "/elf");
+	return access(path, R_OK) == 0;
+}
+
+static int gbin_copy(const char *from, const char *to)
+{
+	_cleanup_free_ char *data = NULL;
+	size_t len;
+	int r = util_read_file(from, VT_BINARY_MAX, &data, &len);
+
+	return r < 0 ? r : util_write_file(to, data, len, 0644);
+}
+
+/* perf buildid-cache's layout: BDIR/PATH/HEX/elf and BDIR/.build-id/xx/rest -> ../../PATH/HEX. */
+int merge_gbin_install(const char *bdir, const char *path, const uint8_t *id, size_t len, const char *file)
+{
+	char hex[2 * ELF_NOTES_BUILD_ID_MAX + 1], dir[PATH_MAX], elf[PATH_MAX + 8], lnk[PATH_MAX], target[PATH_MAX];
+	int r;
+
+	if (!merge_gbin_path_ok(path) || len == 0 || len > ELF_NOTES_BUILD_ID_MAX)
+		return -EINVAL;
+	if (merge_gbin_cached(bdir, id, len))
+		return 0;
+	merge_gbin_hex(id, len, hex);
+	if ((size_t)snprintf(dir, sizeof(dir), "%s%s/%s", bdir, path, hex) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	snprintf(elf, sizeof(elf), "%s/elf", dir);
+	gbin_link(bdir, id, len, lnk, sizeof(lnk));
+	snprintf(target, sizeof(target), "../..%s/%s", path, hex);
+	if ((r = util_mkdir_p(dir, 0755)) < 0)
+		return r;
+	if (link(file, elf) < 0 && errno != EEXIST && (r = gbin_copy(file, elf)) < 0)
+		return r;
+	*strrchr(lnk, '/') = '\0'; /* BDIR/.build-id/xx */
+	if ((r = util_mkdir_p(lnk, 0755)) < 0)
+		return r;
+	lnk[strlen(lnk)] = '/';
+	if (symlink(target, lnk) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+void merge_gbin_default_dir(char *buf, size_t size)
+{
+	const char *home = getenv("HOME");
+
+	snprintf(buf, size, "%s/.debug", home && home[0] ? home : "/root");
+}
+
+static int gbin_fd_read(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	ssize_t n = pread(*(int *)ctx, buf, len, (off_t)off);
+
+	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
+}
+
+/* "HEX" of 2..40 lowercase hex digits into id. */
+static int gbin_unhex(const char *hex, uint8_t *id, size_t *ret_len)
+{
+	size_t n = strlen(hex);
+
+	if (n < 2 || n > 2 * ELF_NOTES_BUILD_ID_MAX || n % 2 || strspn(hex, "0123456789abcdef") != n)
+		return -EINVAL;
+	for (size_t i = 0; i < n / 2; i++)
+		sscanf(hex + 2 * i, "%2hhx", &id[i]);
+	*ret_len = n / 2;
+	return 0;
+}
+
+/* One "HEX fetched PATH" line: the file checked again (it sat on disk) and installed. */
+static int gbin_settle_one(int dfd, const char *bdir, const char *hex, const char *path, const char *dir)
+{
+	uint8_t want[ELF_NOTES_BUILD_ID_MAX], id[ELF_NOTES_BUILD_ID_MAX];
+	size_t wl = 0, n = 0;
+	_cleanup_close_ int fd = -1;
+	char file[PATH_MAX + 64];
+	struct stat st;
+	int r;
+
+	if (gbin_unhex(hex, want, &wl) < 0 || !merge_gbin_path_ok(path))
+		return -EINVAL;
+	fd = openat(dfd, hex, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > VT_BINARY_MAX)
+		return -EINVAL;
+	if ((r = elf_file_build_id(gbin_fd_read, &fd, (uint64_t)st.st_size, id, &n)) < 0)
+		return r;
+	if (n != wl || memcmp(id, want, n))
+		return -ESTALE;
+	snprintf(file, sizeof(file), "%s/binaries/%s", dir, hex);
+	return merge_gbin_install(bdir, path, id, n, file);
+}
+
+/* session.ini's buildid_dir (where the daemon looked), else $HOME/.debug. */
+static void gbin_session_bdir(const char *dir, char *buf, size_t size)
+{
+	_cleanup_free_ char *ini = NULL;
+	char path[PATH_MAX + 16];
+	const char *p;
+
+	snprintf(path, sizeof(path), "%s/session.ini", dir);
+	if (util_read_file(path, 1u << 20, &ini, NULL) == 0 && (p = strstr(ini, "\nbuildid_dir=/")))
+		snprintf(buf, size, "%.*s", (int)strcspn(p + 14, "\n"), p + 14);
+	else
+		merge_gbin_default_dir(buf, size);
+}
+
+int merge_gbin_settle(const char *dir, struct gbin_settled *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_close_ int dfd = -1;
+	char path[PATH_MAX + 16];
+
+	*ret = (struct gbin_settled){ 0 };
+	snprintf(path, sizeof(path), "%s/binaries", dir);
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || util_read_file_at(dfd, "index", 16u << 20, &text, NULL) < 0)
+		return -ENOENT;
+	gbin_session_bdir(dir, ret->bdir, sizeof(ret->bdir));
+	for (char *line = text, *next; *line; line = next) {
+		char hex[64], status[64];
+		int pos = 0;
+
+		next = line + strcspn(line, "\n");
+		if (*next)
+			*next++ = '\0';
+		if (sscanf(line, "# user-mode samples %*u, their executable mappings without a build-id %" SCNu64,
+			   &ret->no_build_id) == 1 || line[0] == '#')
+			continue;
+		if (sscanf(line, "%63s %63s %n", hex, status, &pos) < 2 || !pos)
+			continue;
+		if (!strcmp(status, "cached")) {
+			ret->cached++;
+		} else if (strcmp(status, "fetched")) {
+			ret->not_sent++;
+		} else if (gbin_settle_one(dfd, ret->bdir, hex, line + pos, dir) == 0) {
+			ret->installed++;
+		} else {
+			ret->bad++;
+		}
+	}
+	return 0;
+}
