@@ -192,20 +192,20 @@ static int perf_synth_map_line(struct perf_synth *s, const char *line, uint32_t 
 	unsigned long long start, end, off, ino;
 	unsigned maj, min;
 	char perms[8];
-	int name = -1, range = 0;
+	int name = -1;
 	const char *fn;
 	const struct perf_synth_bid *b = NULL;
 	uint32_t prot;
 
-	if (sscanf(line, "%llx-%llx%n %7s %llx %x:%x %llu %n", &start, &end, &range, perms, &off, &maj, &min, &ino,
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min, &ino,
 		   &name) < 7 || strlen(perms) != 4 || perms[2] != 'x' || end <= start)
 		return 0;
 	fn = name >= 0 && line[name] ? line + name : "//anon";
 	prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) | PROT_EXEC;
-	if (fn[0] == '/' && ino && range > 0 && range < 40) {
-		char r[41];
+	if (fn[0] == '/' && ino) {
+		char r[48]; /* map_files names: unpadded hex, unlike maps */
 
-		snprintf(r, sizeof(r), "%.*s", range, line);
+		snprintf(r, sizeof(r), "%llx-%llx", start, end);
 		b = perf_synth_build_id(s, pid, r, maj, min, ino);
 	}
 	if (b) {

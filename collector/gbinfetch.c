@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collector.h"
@@ -26,7 +27,7 @@ struct gbinfetch {
 	int fd, dfd;        /* SESSION/binaries/HEX.part, SESSION/binaries */
 	FILE *index;
 	char bdir[PATH_MAX];
-	uint64_t bytes;
+	uint64_t bytes, t0, t1; /* CLOCK_MONOTONIC at the scan, at the last reply */
 	unsigned fetched, cached, failed;
 };
 
@@ -55,6 +56,7 @@ int gbinfetch_new(const char *session_dir, struct gbinfetch **ret)
 	if (!f)
 		return -ENOMEM;
 	f->fd = f->dfd = -1;
+	f->t0 = f->t1 = util_now_ns(CLOCK_MONOTONIC);
 	merge_gbin_default_dir(f->bdir, sizeof(f->bdir));
 	if ((r = merge_gbin_scan(session_dir, &f->l)) < 0)
 		return r;
@@ -135,6 +137,7 @@ bool gbinfetch_on_msg(struct gbinfetch *f, struct agentctl *a, const struct vt_m
 
 	if (f->next >= f->l.n)
 		return false;
+	f->t1 = util_now_ns(CLOCK_MONOTONIC);
 	merge_gbin_hex(w->id, w->len, hex);
 	snprintf(part, sizeof(part), "%s.part", hex);
 	if (m->hdr.type == VT_MSG_ERROR) {
@@ -172,8 +175,8 @@ bool gbinfetch_on_msg(struct gbinfetch *f, struct agentctl *a, const struct vt_m
 void gbinfetch_summary(const struct gbinfetch *f, FILE *out)
 {
 	fprintf(out, "guest binaries: %zu that user-mode samples ran in: %u fetched (%.1f MB), %u already in %s, "
-		"%u not sent; %" PRIu64 " mappings without a build-id\n", f->l.n, f->fetched, (double)f->bytes / 1e6,
-		f->cached, f->bdir, f->failed, f->l.maps_no_build_id);
+		"%u not sent; %" PRIu64 " mappings without a build-id; scan and fetch took %.2f s\n", f->l.n, f->fetched,
+		(double)f->bytes / 1e6, f->cached, f->bdir, f->failed, f->l.maps_no_build_id, (double)(f->t1 - f->t0) / 1e9);
 }
 
 /* The fetch gave up (timeout, agent gone): the rest is listed as not fetched. */

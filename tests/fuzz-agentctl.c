@@ -58,6 +58,22 @@ void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
 	case VT_MSG_META_FILE:
 		(void)agentctl_store_meta(agent, m, guest_dirfd, name, sizeof(name));
 		break;
+	case VT_MSG_BINARY: {
+		/* the chunk the frame claims to be, so that the fuzzer passes the request match */
+		struct vt_attr bid;
+		const uint8_t *data;
+		size_t len;
+		uint64_t off = 0, size;
+
+		if (vt_msg_find(m, VT_A_BUILD_ID, &bid) < 0)
+			break;
+		(void)vt_msg_u64(m, VT_A_FILE_OFFSET, &off);
+		if (agentctl_parse_binary(m, bid.data, bid.len, off, &data, &len, &size) == 0 &&
+		    (len > VT_BINARY_CHUNK || size > VT_BINARY_MAX || off > size || len > size - off ||
+		     data < m->payload || data + len > m->payload + m->len))
+			abort();
+		break;
+	}
 	default:
 		break;
 	}

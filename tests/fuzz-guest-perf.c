@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fuzz-session.h"
+#include "gbin.h"
 #include "marker.h"
 #include "merge.h"
 
@@ -52,5 +53,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_put("perf-cpu0.spool", buf, n + size - 1);
 	snprintf(out, sizeof(out), "%s/out.data", fuzz_dir);
 	(void)merge_run(&o);
+	/* the daemon's scan for guest binaries (collector/merge/gbin.c), on the same spool */
+	struct gbin_list l;
+
+	if (merge_gbin_scan(fuzz_dir, &l) == 0)
+		for (size_t i = 0; i < l.n; i++)
+			if (l.v[i].len == 0 || l.v[i].len > ELF_NOTES_BUILD_ID_MAX || !merge_gbin_path_ok(l.v[i].path))
+				abort();
+	merge_gbin_list_free(&l);
 	return 0;
 }

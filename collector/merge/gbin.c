@@ -49,6 +49,8 @@ static size_t gbin_unique(uint32_t *v, size_t n)
 {
 	size_t w = 0;
 
+	if (n == 0)
+		return 0; /* v may be NULL: qsort's is nonnull */
 	qsort(v, n, sizeof(*v), cmp_u32);
 	for (size_t i = 0; i < n; i++)
 		if (!w || v[w - 1] != v[i])
@@ -181,7 +183,8 @@ static void gbin_closure(struct gbin_scan *s)
 {
 	size_t n = s->n_hit = gbin_unique(s->hit, s->n_hit);
 
-	qsort(s->forks, s->n_forks, sizeof(*s->forks), cmp_fork);
+	if (s->n_forks)
+		qsort(s->forks, s->n_forks, sizeof(*s->forks), cmp_fork);
 	for (size_t i = 0; i < n; i++) {
 		struct gbin_fork key = { .pid = s->hit[i] }, *f;
 
@@ -385,7 +388,7 @@ static void gbin_session_bdir(const char *dir, char *buf, size_t size)
 
 	snprintf(path, sizeof(path), "%s/session.ini", dir);
 	if (util_read_file(path, 1u << 20, &ini, NULL) == 0 && (p = strstr(ini, "\nbuildid_dir=/")))
-		snprintf(buf, size, "%.*s", (int)strcspn(p + 14, "\n"), p + 14);
+		snprintf(buf, size, "%.*s", (int)strcspn(p + 13, "\n"), p + 13);
 	else
 		merge_gbin_default_dir(buf, size);
 }

@@ -5,7 +5,8 @@
 
 Runs trace-agent on this host's tracefs (its own instance) over FIFO pairs, plays the
 collector's side of one session (HELLO, CONFIG, META_REQ, PROBE with and without MARK,
-START, STOP, and a frame type the agent does not know, which it answers with ERROR), and
+START, STOP, BINARY_REQ for the last 2 KiB of the agent's own file and for a wrong build-id,
+and a frame type the agent does not know, which it answers with ERROR), and
 writes the agent's reply bytes to OUTDIR: one seed per reply, metadata cut to the first
 files so that libFuzzer can mutate them, and 'session' with the whole exchange minus the
 rest of the metadata. Needs root (the agent creates an ftrace instance).
@@ -21,6 +22,8 @@ import time
 MAGIC, VERSION = 0x31435456, 1
 ERROR, OK, HELLO, CONFIG, META_REQ, META_FILE, META_END, START, STOP, STOPPED, PROBE, PROBE_REPLY = \
     1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
+BINARY_REQ, BINARY = 13, 14
+A_FILE_NAME, A_BUILD_ID, A_FILE_OFFSET = 13, 34, 35
 A_VERSION, A_EVENTS, A_CLOCK, A_BUFFER_KB, A_SESSION = 1, 9, 10, 11, 12
 A_PROBE_ID, A_HOST_TIME, A_MARK = 19, 20, 22
 META_KEPT = 4  # metadata files kept, each at most 8 KiB (kallsyms is not)
@@ -34,6 +37,11 @@ def attr(tag, data):
 def u32(tag, v): return attr(tag, struct.pack('<I', v))
 def u64(tag, v): return attr(tag, struct.pack('<Q', v))
 def string(tag, s): return attr(tag, s.encode() + b'\0')
+
+
+def build_id(path):
+    out = subprocess.run(['readelf', '-n', path], capture_output=True, text=True, check=True).stdout
+    return bytes.fromhex([l.split()[-1] for l in out.splitlines() if 'Build ID' in l][0])
 
 
 def frame(typ, seq, *attrs):
@@ -113,7 +121,13 @@ def main():
         ask('probe-reply-mark', frame(PROBE, 6, u64(A_PROBE_ID, 2), u64(A_HOST_TIME, time.monotonic_ns()),
                                       u32(A_MARK, 1)), {PROBE_REPLY, ERROR})
         ask('stopped', frame(STOP, 7), {STOPPED, ERROR})
-        ask('error', frame(99, 8), {ERROR})
+        exe, bid = os.path.realpath(agent), build_id(agent)
+        tail = max(0, os.path.getsize(exe) - 2048)
+        ask('binary', frame(BINARY_REQ, 8, attr(A_FILE_NAME, exe.encode()), attr(A_BUILD_ID, bid), u64(A_FILE_OFFSET, tail)),
+            {BINARY, ERROR})
+        ask('binary-stale', frame(BINARY_REQ, 9, attr(A_FILE_NAME, exe.encode()), attr(A_BUILD_ID, bytes(20)),
+                                  u64(A_FILE_OFFSET, 0)), {ERROR})
+        ask('error', frame(99, 10), {ERROR})
     finally:
         stop = True
         p.terminate()
