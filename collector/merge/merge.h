@@ -254,6 +254,13 @@ struct gperf_cpu {
 	uint64_t stale, skipped, bytes, samples;
 };
 
+/* A guest kernel module as its kallsyms lines place it: [start, end) page-rounded. */
+struct gperf_module {
+	char name[64]; /* "[virtio_console]" */
+	uint64_t start, end;
+};
+#define GPERF_MODULES_MAX 4096
+
 struct merge_gperf {
 	bool present;
 	const char *why; /* not merged, and why */
@@ -263,6 +270,8 @@ struct merge_gperf {
 	struct gperf_cpu *cpus;
 	uint64_t records, samples, lost_records, lost, bad_records, unknown_ids, reordered;
 	uint64_t ktext; /* guest kernel _text (guest/kallsyms), 0 when unknown */
+	struct gperf_module *mods; /* guest modules' extents from guest/kallsyms, by address */
+	size_t n_mods;
 };
 
 /* Opens every vCPU's perf spool of a session that asked for guest perf (session.ini guest_perf);

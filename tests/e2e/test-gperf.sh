@@ -7,13 +7,15 @@
 #      guest samples interleave with host events, and perf prints no warning;
 #      guest user functions are named with no options: stop fetched the binaries the samples ran
 #      in into perf's build-id cache ($HOME/.debug, a fresh HOME here), so vt-spin's samples name
-#      workload_spin_hot;
+#      workload_spin_hot; guest module functions (virtio_console's, in the agent's call chains
+#      during a flood of marker lines) are named from the guest's kallsyms;
 #   2. the same spinner at SCHED_FIFO beside an 8 KiB guest perf ring: the agent cannot drain it,
 #      the kernel's LOST records reach perf (report --stats) and the stop summary says as much;
 #      the workload binary is not fetched again (already in the cache).
 . "$(dirname "$0")/lib.sh"
 
 e2e_init gperf
+gperf_flood() { e2e_say "flood $1 $2" && e2e_wait "^vt-e2e: flood done $1 status 0" 90; }
 out=$T/out.data
 export HOME=$T/home # perf's build-id cache: $HOME/.debug, for the daemon and perf alike
 mkdir -p "$HOME"
@@ -24,6 +26,7 @@ check "QEMU has the perf ports" grep -q 'perf-path-cpu1' "/proc/$qpid/cmdline"
 check_out "start --guest-perf" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf
 check_out "status: guest perf rows" '^perf cpu1: [0-9]+ records' e2e_status
 check "guest: vt-spin on each vCPU for 1.5 s" e2e_spin 1500
+check "guest: a flood of marker lines (the agent streams them through virtio_console and virtio_ring, modules)" gperf_flood 100000 5000
 sum=$(e2e_stop -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"
@@ -52,6 +55,12 @@ gsyms=$("$PERF" report -i "$out" --stdio --no-children --sort dso,sym 2>/dev/nul
 check "perf report names guest kernel functions ($(wc -w <<<"$gsyms"): $(head -c 120 <<<"$gsyms" | tr '\n' ' '))" test -n "$gsyms"
 check "every one is a function of the guest kernel's kallsyms, none a raw address" bash -c '
 	for s in $1; do grep -q " $s\$\| $s	" "$2" || { echo "not in guest kallsyms: $s" >&2; exit 1; }; done' _ "$gsyms" "$(e2e_session)/guest/kallsyms"
+msyms=$("$PERF" script -i "$out" -F event,ip,sym,dso 2>/dev/null | awk '/cpu-clock:G/ { on = 1; next } /^[^ \t]/ { on = 0 }
+	on && / \(\[virtio_console\]\)$/ { print $2 }' | sort -u)
+check "guest module functions named: call-chain frames in virtio_console ($(wc -w <<<"$msyms"): $(tr '\n' ' ' <<<"$msyms"))" \
+	test "$(wc -w <<<"$msyms")" -ge 1
+check "every one is a virtio_console function of the guest's kallsyms" bash -c '
+	for s in $1; do grep -q " $s	\[virtio_console\]\$" "$2" || { echo "not in guest kallsyms: $s" >&2; exit 1; }; done' _ "$msyms" "$(e2e_session)/guest/kallsyms"
 check_out "host samples still name host kernel functions" '\[kernel\.kallsyms\] +\[k\] __schedule' \
 	bash -c '"$1" report -i "$2" --stdio --no-children --sort dso,sym 2>/dev/null | awk "/of event .sched:sched_switch./ { on = 1; next } /of event/ { on = 0 } on"' _ "$PERF" "$out"
 # Guest user functions with no options: the binaries fetched at stop, by build-id.
