@@ -8,7 +8,8 @@
 #      guest user functions are named with no options: stop fetched the binaries the samples ran
 #      in into perf's build-id cache ($HOME/.debug, a fresh HOME here), so vt-spin's samples name
 #      workload_spin_hot; guest module functions (virtio_console's, in the agent's call chains
-#      during a flood of marker lines) are named from the guest's kallsyms;
+#      during a flood of marker lines) are named from the guest's kallsyms; a host recording's
+#      guest-mode sample of this QEMU (made from a real host sample: no KVM here) too;
 #   2. the same spinner at SCHED_FIFO beside an 8 KiB guest perf ring: the agent cannot drain it,
 #      the kernel's LOST records reach perf (report --stats) and the stop summary says as much;
 #      the workload binary is not fetched again (already in the cache).
@@ -73,6 +74,16 @@ check "the session's binaries are ELF files with the build-ids they are named by
 check_out "perf report (no options): vt-spin's samples name workload_spin_hot in the guest's workload binary" \
 	'^ +[0-9.]+% +vt-spin +workload +\[u\] workload_spin_hot' \
 	bash -c '"$1" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$out"
+# Host-side guest samples (a KVM host's perf record -e cycles:G): no KVM here, so one sample of
+# the real host recording is made a guest kernel sample of this QEMU at native_safe_halt.
+hs=$(e2e_session)
+addr=$(awk '$3 == "native_safe_halt" { print $1; exit }' "$hs/guest/kallsyms")
+check "a host sample made guest-mode (pid $qpid, ip native_safe_halt+4: what cycles:G records on KVM)" \
+	python3 "$E2E_DIR/host-guest-sample.py" "$hs/host.data" "$T/hg.data" "$qpid" "$(printf %x $((0x${addr:-0} + 4)))"
+check "merge --host-data with it" tc merge "$hs" --host-data "$T/hg.data" -o "$T/hg.out"
+check_out "perf script names the host's guest-mode sample from the guest's kallsyms, in the guest machine" \
+	"^ *\[guest/$qpid\] +$qpid +sched:sched_switch: +ffffffff[0-9a-f]+ native_safe_halt \(\[guest\.kernel\.kallsyms\.$qpid\]\)" \
+	"$PERF" script -i "$T/hg.out" -F comm,pid,event,ip,sym,dso
 bound=$(sed -n 's/^clock_error_bound_ns=//p' "$(e2e_session)/merge.ini")
 check "every vt-spin sample lies between its vCPU's markers (+- ${bound:-?} ns)" e2e_spin_in_window "$out" "${bound:-0}"
 check "guest samples interleave with host events" bash -c '"$1" script -i "$2" -F event 2>/dev/null | awk "
