@@ -84,6 +84,8 @@ check "merge --host-data with it" tc merge "$hs" --host-data "$T/hg.data" -o "$T
 check_out "perf script names the host's guest-mode sample from the guest's kallsyms, in the guest machine" \
 	"^ *\[guest/$qpid\] +$qpid +sched:sched_switch: +ffffffff[0-9a-f]+ native_safe_halt \(\[guest\.kernel\.kallsyms\.$qpid\]\)" \
 	"$PERF" script -i "$T/hg.out" -F comm,pid,event,ip,sym,dso
+check_out "perf annotate disassembles workload_spin_hot from the guest's binary (the build-id cache's copy)" \
+	'^ +: +[0-9]+ +0000000000[0-9a-f]+ <workload_spin_hot>:' "$PERF" annotate -i "$out" --stdio workload_spin_hot
 bound=$(sed -n 's/^clock_error_bound_ns=//p' "$(e2e_session)/merge.ini")
 check "every vt-spin sample lies between its vCPU's markers (+- ${bound:-?} ns)" e2e_spin_in_window "$out" "${bound:-0}"
 check "guest samples interleave with host events" bash -c '"$1" script -i "$2" -F event 2>/dev/null | awk "
