@@ -155,7 +155,9 @@ static int add_format(struct merge_guest *g, int dfd, const char *sys, const cha
 	if (!cp || cp->size != 4 || cp->offset + 4 > 64)
 		return -EBADMSG;
 	snprintf(e->sys, sizeof(e->sys), "%s", sys);
-	unsymbolize(text, len);
+	if (merge_gsym_format(e, &text, &len) > 0)
+		g->gsym_events++;
+	unsymbolize(text, len); /* the pointers left: hex */
 	e->text = TAKE_PTR(text);
 	e->text_len = len;
 	event_fields(e);
@@ -292,6 +294,8 @@ int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t w
 		snprintf(why, whylen, "no guest/events directory of event formats");
 		return r;
 	}
+	if (g->gsym_events)
+		merge_gsym_load(g, dfd);
 	merge_meta_tasks(g, dfd);
 	merge_meta_notes(g, dfd);
 	merge_meta_clock(g, dfd);
@@ -588,5 +592,6 @@ void merge_guest_free(struct merge_guest *g)
 	clock_kvm_free(g->kvm);
 	free(g->kvm);
 	g->kvm = NULL;
+	merge_gsym_free(g);
 	memset(g, 0, sizeof(*g));
 }

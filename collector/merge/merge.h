@@ -47,6 +47,8 @@ struct merge_losses {
 	uint64_t no_end_cpus;    /* spools without their end marker: shortfall unknown */
 };
 
+#define GSYM_MAX 4 /* pointers named per event */
+
 /* One guest event format, remapped. */
 struct guest_event {
 	struct tep_format fmt;
@@ -57,6 +59,13 @@ struct guest_event {
 	uint64_t count;
 	/* task-name fields, when the event has them */
 	const struct tep_format_field *comm[2], *pid[2];
+	/* %ps-style pointers named in the record (gsym.c): a "<field>_sym" string each */
+	uint8_t n_sym;
+	uint16_t sym_base; /* where their __data_loc words start: after the fixed fields */
+	struct {
+		uint16_t off; /* the pointer field's offset */
+		bool with_off; /* %pS: name+0xoff */
+	} sym[GSYM_MAX];
 };
 
 struct guest_task {
@@ -123,6 +132,8 @@ struct merge_guest {
 	bool perf_clock_on;
 	char perf_clock_why[160];
 	uint32_t perf_freq;
+	struct gsym_table *gsym; /* guest/kallsyms' text symbols, when an event names pointers */
+	size_t gsym_events;      /* events whose format names pointers */
 	struct merge_losses loss;
 };
 
@@ -136,6 +147,18 @@ int merge_guest_scan(struct merge_guest *g);
 /* Fills cpu->head (or pending loss); false when the cpu is exhausted. */
 bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c);
 void merge_guest_free(struct merge_guest *g);
+
+/* gsym.c: guest function pointers in guest tracepoints, named from guest/kallsyms. */
+struct gsym_table;
+/* Rewrites an event's format so that its %ps pointers print a "<field>_sym" string (1), or
+ * leaves it (0: no such pointer, or a layout that has no room for the strings). */
+int merge_gsym_format(struct guest_event *e, char **text, size_t *len);
+void merge_gsym_load(struct merge_guest *g, int dfd);
+void merge_gsym_free(struct merge_guest *g);
+/* The record of such an event with its names appended (out: at least len + 4 * GSYM_MAX +
+ * GSYM_MAX * 128 bytes); its new length. */
+size_t merge_gsym_record(const struct merge_guest *g, const struct guest_event *e, const uint8_t *data, size_t len,
+			 uint8_t *out);
 
 /* merge-meta.c: the guest's task names and tgids, kernel build-id, and the clock (with the
  * recovery fit from clock.samples and the session window). Missing parts are noted, not fatal. */

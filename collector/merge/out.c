@@ -230,9 +230,9 @@ static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
 	int32_t idx, pid;
 	struct guest_event *e;
 	uint8_t *p = m->rec;
-	uint32_t raw_size = (uint32_t)ALIGN_UP(ev->len + 4, 8) - 4, cpu[2] = { merge_vcpu_cpu(&m->vcpu, c->cpu), 0 }, tid[2];
-	struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = PERF_RECORD_MISC_GUEST_KERNEL,
-				       .size = (uint16_t)(52 + raw_size) };
+	uint32_t raw_size, cpu[2] = { merge_vcpu_cpu(&m->vcpu, c->cpu), 0 }, tid[2];
+	struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = PERF_RECORD_MISC_GUEST_KERNEL };
+	size_t plen;
 	uint64_t id, period = 1;
 	uint16_t new_id;
 
@@ -248,7 +248,16 @@ static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
 	tid[0] = (uint32_t)merge_meta_tgid(g, pid);
 	tid[1] = (uint32_t)pid;
 	id = guest_id(g, (size_t)idx, c->cpu);
-	memset(p, 0, h.size);
+	if (e->n_sym) {
+		plen = merge_gsym_record(g, e, ev->data, ev->len, p + 52); /* pointers named (gsym.c) */
+	} else {
+		memcpy(p + 52, ev->data, ev->len);
+		plen = ev->len;
+	}
+	raw_size = (uint32_t)ALIGN_UP(plen + 4, 8) - 4;
+	h.size = (uint16_t)(52 + raw_size);
+	memset(p + 52 + plen, 0, raw_size - plen);
+	memset(p, 0, 52);
 	memcpy(p, &h, 8);
 	memcpy(p + 8, &id, 8);
 	memcpy(p + 16, tid, 8);
@@ -256,7 +265,6 @@ static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
 	memcpy(p + 32, cpu, 8);
 	memcpy(p + 40, &period, 8);
 	memcpy(p + 48, &raw_size, 4);
-	memcpy(p + 52, ev->data, ev->len);
 	new_id = (uint16_t)e->new_id;
 	memcpy(p + 52, &new_id, 2); /* common_type: offset 0, size 2 (checked at load) */
 	e->count++;

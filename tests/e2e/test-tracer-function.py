@@ -82,14 +82,20 @@ def check_function_lines(sdir, out):
     if any(re.match(r"\s*ftrace:function", l) for l in lines):
         fail("a guest function event is named ftrace:function (host name space)")
     syms = kallsyms(f"{sdir}/guest/kallsyms")
-    names = {}
+    known = {n for _, n in syms}
+    hexes = [m.group(0) for m in fn if symbol(syms, m.group(1)) != m.group(1) or symbol(syms, m.group(2)) != m.group(2)]
+    if hexes:
+        fail(f"{len(hexes)} function lines print addresses, not the guest's names (the merge's ip_sym/parent_ip_sym): {hexes[:3]}")
+    names, parents = {}, {m.group(2) for m in fn}
     for m in fn:
-        s = symbol(syms, m.group(1))
-        names[s] = names.get(s, 0) + 1
+        names[m.group(1)] = names.get(m.group(1), 0) + 1
     if set(names) - {"vfs_read", "vfs_write"}:
         fail(f"traced functions outside the filter: {names}")
-    ok(f"perf script: {len(fn)} guest_ftrace:function lines, {names} by the guest's kallsyms; "
-       f"first: {lines[[i for i, l in enumerate(lines) if 'guest_ftrace:function' in l][0]].strip()}")
+    if parents - known:
+        fail(f"callers named that are not text symbols of the guest's kallsyms: {sorted(parents - known)[:5]}")
+    ok(f"perf script names them by the guest's kallsyms (no options): {len(fn)} guest_ftrace:function lines, "
+       f"{names}, callers {sorted(parents)[:4]}; first: "
+       f"{lines[[i for i, l in enumerate(lines) if 'guest_ftrace:function' in l][0]].strip()}")
     sw = sum("guest_sched:sched_switch" in l for l in lines)
     host = sum(re.match(r"\s*sched:sched_switch", l) is not None for l in lines)
     if not sw or not host:
