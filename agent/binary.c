@@ -16,23 +16,6 @@
 #include "log.h"
 #include "util.h"
 
-static int binary_pread(void *ctx, void *buf, size_t len, uint64_t off)
-{
-	int fd = *(int *)ctx;
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = pread(fd, (uint8_t *)buf + done, len - done, (off_t)(off + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* Opens path as the file with build-id (want, want_len): the fd, or a negative errno with why. */
 static int binary_open(const char *path, const uint8_t *want, size_t want_len, uint64_t *ret_size,
 		       const char **why)
@@ -55,7 +38,7 @@ static int binary_open(const char *path, const uint8_t *want, size_t want_len, u
 		return *why = "not a regular file", -EINVAL;
 	if ((uint64_t)st.st_size > VT_BINARY_MAX)
 		return *why = "larger than the 256 MiB a guest binary may be", -EFBIG;
-	r = elf_file_build_id(binary_pread, &fd, (uint64_t)st.st_size, id, &n);
+	r = elf_file_build_id_fd(fd, (uint64_t)st.st_size, id, &n);
 	if (r < 0)
 		return *why = r == -ENOENT ? "an ELF file without a build-id" : "not an ELF file with a readable build-id", r;
 	if (n != want_len || memcmp(id, want, n))
@@ -96,7 +79,7 @@ void binary_reply(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 	}
 	len = (size_t)MIN(size - off, (uint64_t)VT_BINARY_CHUNK);
 	data = malloc(MAX(len, (size_t)1));
-	if (!data || (r = binary_pread(&fd, data, len, off)) < 0) {
+	if (!data || (r = util_pread_full(fd, data, len, off)) < 0) {
 		r = data ? r : -ENOMEM;
 		control_error(out, m->hdr.seq, -r, "guest binary %s: cannot read it: %s", path, strerror(-r));
 		return;

@@ -151,13 +151,6 @@ static int perf_synth_threads(struct perf_synth *s, uint32_t pid)
 	return r;
 }
 
-static int perf_synth_elf_read(void *ctx, void *buf, size_t len, uint64_t off)
-{
-	ssize_t n = pread(*(int *)ctx, buf, len, (off_t)off);
-
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-}
-
 /* The build-id of the file a mapping shows (its map_files link, which names the mapped file
  * even when the path now holds another), remembered by device and inode; NULL when none. */
 static const struct perf_synth_bid *perf_synth_build_id(struct perf_synth *s, uint32_t pid, const char *range,
@@ -179,7 +172,7 @@ static const struct perf_synth_bid *perf_synth_build_id(struct perf_synth *s, ui
 	snprintf(path, sizeof(path), "/proc/%u/map_files/%.40s", pid, range);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    elf_file_build_id(perf_synth_elf_read, &fd, (uint64_t)st.st_size, b->id, &n) < 0)
+	    elf_file_build_id_fd(fd, (uint64_t)st.st_size, b->id, &n) < 0)
 		return NULL;
 	b->len = (uint8_t)n;
 	return b;

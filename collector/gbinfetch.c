@@ -31,13 +31,6 @@ struct gbinfetch {
 	unsigned fetched, cached, failed;
 };
 
-static int gbin_fread(void *ctx, void *buf, size_t len, uint64_t off)
-{
-	ssize_t n = pread(*(int *)ctx, buf, len, (off_t)off);
-
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-}
-
 static void gbinfetch_line(struct gbinfetch *f, const struct gbin_want *w, const char *status)
 {
 	char hex[2 * ELF_NOTES_BUILD_ID_MAX + 1];
@@ -51,7 +44,7 @@ int gbinfetch_new(const char *session_dir, struct gbinfetch **ret)
 {
 	_cleanup_free_ struct gbinfetch *f = calloc(1, sizeof(*f));
 	char path[PATH_MAX + 16];
-	int r;
+	int r, ifd;
 
 	if (!f)
 		return -ENOMEM;
@@ -65,8 +58,10 @@ int gbinfetch_new(const char *session_dir, struct gbinfetch **ret)
 		r = -errno;
 	else if ((f->dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = -errno;
-	else if (!(f->index = fdopen(openat(f->dfd, "index", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), "w")))
+	else if ((ifd = openat(f->dfd, "index", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		r = -errno;
+	else if (!(f->index = fdopen(ifd, "w")))
+		r = -errno, close(ifd);
 	if (r < 0) {
 		merge_gbin_list_free(&f->l);
 		if (f->dfd >= 0)
@@ -107,7 +102,7 @@ static void gbinfetch_done(struct gbinfetch *f, const struct gbin_want *w, const
 {
 	uint8_t id[ELF_NOTES_BUILD_ID_MAX];
 	size_t n = 0;
-	int r = elf_file_build_id(gbin_fread, &f->fd, f->size, id, &n);
+	int r = elf_file_build_id_fd(f->fd, f->size, id, &n);
 
 	if (r == 0 && (n != w->len || memcmp(id, w->id, n)))
 		r = -ESTALE;

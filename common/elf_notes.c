@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "elf_notes.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -128,6 +129,16 @@ int elf_file_build_id(elf_read_fn read, void *ctx, uint64_t size, uint8_t ret_id
 			return nr; /* a read error */
 	}
 	return r;
+}
+
+static int elf_fd_read(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	return util_pread_full(*(int *)ctx, buf, len, off);
+}
+
+int elf_file_build_id_fd(int fd, uint64_t size, uint8_t ret_id[ELF_NOTES_BUILD_ID_MAX], size_t *ret_len)
+{
+	return elf_file_build_id(elf_fd_read, &fd, size, ret_id, ret_len);
 }
 
 struct elf_mem {

@@ -25,5 +25,7 @@ typedef int (*elf_read_fn)(void *ctx, void *buf, size_t len, uint64_t off);
  * holds a build-id; a read error as read returns it. */
 int elf_file_build_id(elf_read_fn read, void *ctx, uint64_t size, uint8_t ret_id[ELF_NOTES_BUILD_ID_MAX],
 		      size_t *ret_len);
+/* The same for an open file of size bytes (read with pread). */
+int elf_file_build_id_fd(int fd, uint64_t size, uint8_t ret_id[ELF_NOTES_BUILD_ID_MAX], size_t *ret_len);
 /* The same over a buffer holding the whole file. */
 int elf_file_build_id_mem(const void *buf, size_t len, uint8_t ret_id[ELF_NOTES_BUILD_ID_MAX], size_t *ret_len);

@@ -10,6 +10,22 @@
 #include <sys/un.h>
 #include <time.h>
 
+int util_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 int util_write_full(int fd, const void *buf, size_t len)
 {
 	size_t done = 0;

@@ -27,6 +27,9 @@ static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
 
 /* Write all len bytes; returns 0 or -errno. Retries EINTR and short writes. */
 int util_write_full(int fd, const void *buf, size_t len);
+/* Reads exactly len bytes at off (retrying EINTR and short reads): 0, -EIO at the end of the
+ * file, or -errno. */
+int util_pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* Classifies one write()/splice() result n to a non-blocking fd (call it before errno can
  * change): n when bytes moved, 0 to retry (EINTR), -EAGAIN to wait for POLLOUT, -EPIPE when
  * nothing moved, else -errno. */

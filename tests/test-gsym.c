@@ -108,7 +108,6 @@ TEST(record_names)
 	uint32_t loc[2];
 	size_t len, n;
 	FILE *f;
-	int dfd;
 
 	CHECK(mkdtemp(dir) != NULL);
 	snprintf(path, sizeof(path), "%s/guest", dir);
@@ -119,10 +118,13 @@ TEST(record_names)
 	fprintf(f, "ffffffff81000000 T _text\nffffffff81000000 T startup_64\nffffffff81000040 d some_data\n"
 		   "ffffffffc0232000 t pipe_to_sg\t[virtio_console]\n");
 	fclose(f);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	CHECK(dfd >= 0);
-	merge_gsym_load(&g, dfd);
-	close(dfd);
+	merge_gsym_load(&g, dir);
+	CHECK(g.gsym != NULL);
+	CHECK_INT(g.gsym->ktext, ==, 0xffffffff81000000ull);
+	CHECK_INT(g.gsym->n_mods, ==, 1u);
+	CHECK(!strcmp(g.gsym->mods[0].name, "[virtio_console]"));
+	CHECK_INT(g.gsym->mods[0].start, ==, 0xffffffffc0232000ull);
+	CHECK_INT(g.gsym->mods[0].end, ==, 0xffffffffc0233000ull);
 	CHECK_INT(rewrite_fmt(FUNCTION_FORMAT, true, &e, &text, &len), ==, 1);
 	memcpy(rec + 8, &ip, 8);
 	memcpy(rec + 16, &parent, 8);

@@ -234,7 +234,7 @@ static int gbin_wants(struct gbin_scan *s, struct gbin_list *l)
 
 int merge_gbin_scan(const char *dir, struct gbin_list *ret)
 {
-	struct merge_guest g = { 0 };
+	struct merge_guest g = { .scan_only = true }; /* at stop, before the daemon writes clock.ini */
 	struct merge_gperf gp = { 0 };
 	struct gbin_scan s = { 0 };
 	char why[256];
@@ -334,13 +334,6 @@ void merge_gbin_default_dir(char *buf, size_t size)
 	snprintf(buf, size, "%s/.debug", home && home[0] ? home : "/root");
 }
 
-static int gbin_fd_read(void *ctx, void *buf, size_t len, uint64_t off)
-{
-	ssize_t n = pread(*(int *)ctx, buf, len, (off_t)off);
-
-	return n == (ssize_t)len ? 0 : n < 0 ? -errno : -EIO;
-}
-
 /* "HEX" of 2..40 lowercase hex digits into id. */
 static int gbin_unhex(const char *hex, uint8_t *id, size_t *ret_len)
 {
@@ -371,7 +364,7 @@ static int gbin_settle_one(int dfd, const char *bdir, const char *hex, const cha
 		return -errno;
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > VT_BINARY_MAX)
 		return -EINVAL;
-	if ((r = elf_file_build_id(gbin_fd_read, &fd, (uint64_t)st.st_size, id, &n)) < 0)
+	if ((r = elf_file_build_id_fd(fd, (uint64_t)st.st_size, id, &n)) < 0)
 		return r;
 	if (n != wl || memcmp(id, want, n))
 		return -ESTALE;

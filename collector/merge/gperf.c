@@ -99,80 +99,6 @@ static int gp_open_cpu(struct merge_guest *g, int dfd, struct gperf_cpu *c)
 	return gp_find_begin(g, c) ? 0 : -ENODATA;
 }
 
-/* The kallsyms line holding p: its start. */
-static const char *gp_line_start(const char *text, const char *p)
-{
-	while (p > text && p[-1] != '\n')
-		p--;
-	return p;
-}
-
-/* One module symbol line "ADDR t NAME\t[MOD]": widens MOD's extent (bounded, names checked). */
-static void gp_module_sym(struct merge_gperf *gp, const char *line, const char *tab, const char *eol)
-{
-	const char *mod = tab + 1;
-	size_t len = (size_t)(eol - mod);
-	uint64_t a;
-	size_t i;
-
-	if (line[16] != ' ' || len < 3 || len >= sizeof(gp->mods[0].name) || mod[0] != '[' || mod[len - 1] != ']' ||
-	    !util_safe_name(mod + 1, len - 2))
-		return;
-	a = strtoull(line, NULL, 16);
-	for (i = 0; i < gp->n_mods; i++)
-		if (strlen(gp->mods[i].name) == len && !memcmp(gp->mods[i].name, mod, len))
-			break;
-	if (i == gp->n_mods) {
-		if (i == GPERF_MODULES_MAX)
-			return;
-		gp->n_mods++;
-		memcpy(gp->mods[i].name, mod, len);
-		gp->mods[i].name[len] = '\0';
-		gp->mods[i].start = UINT64_MAX;
-	}
-	gp->mods[i].start = MIN(gp->mods[i].start, a & ~0xfffull);
-	gp->mods[i].end = MAX(gp->mods[i].end, (a & ~0xfffull) + 0x1000);
-}
-
-static int gp_mod_cmp(const void *a, const void *b)
-{
-	const struct gperf_module *x = a, *y = b;
-
-	return x->start < y->start ? -1 : x->start > y->start;
-}
-
-/* The guest kernel's _text and its modules' extents from guest/kallsyms ("ffffffff81000000 T
- * _text", "ffffffffc0232000 t foo\t[virtio_console]"); ktext 0 when there is no _text. */
-static void gp_kernel_maps(struct merge_gperf *gp, int dfd)
-{
-	_cleanup_free_ char *text = NULL;
-	const char *p;
-
-	if (util_read_file_at(dfd, "guest/kallsyms", 64u << 20, &text, NULL) < 0)
-		return;
-	for (p = text; (p = strstr(p, " _text\n")); p++) {
-		const char *line = gp_line_start(text, p);
-
-		if (p - line == 18 && (line[17] == 'T' || line[17] == 't')) {
-			gp->ktext = strtoull(line, NULL, 16);
-			break;
-		}
-	}
-	gp->mods = calloc(GPERF_MODULES_MAX, sizeof(*gp->mods));
-	for (p = text; gp->mods && (p = strchr(p, '\t')); p++) {
-		const char *line = gp_line_start(text, p), *eol = p + strcspn(p, "\n");
-
-		if (p - line > 18)
-			gp_module_sym(gp, line, p, eol);
-	}
-	if (gp->n_mods)
-		qsort(gp->mods, gp->n_mods, sizeof(*gp->mods), gp_mod_cmp);
-	/* overlapping extents (a damaged file) are cut so that perf's maps stay disjoint */
-	for (size_t i = 1; i < gp->n_mods; i++)
-		if (gp->mods[i].start < gp->mods[i - 1].end)
-			gp->mods[i - 1].end = gp->mods[i].start;
-}
-
 int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *dir)
 {
 	_cleanup_close_ int dfd = -1;
@@ -189,9 +115,9 @@ int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *
 	if (dfd < 0 || !gp->cpus)
 		return dfd < 0 ? -errno : -ENOMEM;
 	gp->ncpus_total = g->ncpus;
-	gp_kernel_maps(gp, dfd);
+	gp->ktext = g->gsym ? g->gsym->ktext : 0; /* merge_gsym_load, before */
 	/* perf stamps with mono; beside another trace clock the probes read mono too */
-	if (g->guest_clock[0] && strcmp(g->guest_clock, "mono")) {
+	if (!g->scan_only && g->guest_clock[0] && strcmp(g->guest_clock, "mono")) {
 		merge_meta_perf_clock(g, dfd);
 		if (!g->perf_clock_on && g->clock_aligned) {
 			g->clock_aligned = false;
@@ -436,23 +362,25 @@ static int gp_kernel_mmap(struct merge_ctx *m, const char *name, uint64_t start,
 int merge_gperf_kernel_mmap(struct merge_ctx *m)
 {
 	const struct merge_gperf *gp = &m->gp;
+	const struct gsym_module *mods = m->guest.gsym ? m->guest.gsym->mods : NULL;
+	size_t n_mods = m->guest.gsym ? m->guest.gsym->n_mods : 0;
 	uint64_t kend = ~0ull;
 	char name[64];
 	int r;
 
 	if (!gp->present || !gp->ktext)
 		return 0;
-	for (size_t i = 0; i < gp->n_mods; i++)
-		if (gp->mods[i].start > gp->ktext) {
-			kend = gp->mods[i].start;
+	for (size_t i = 0; i < n_mods; i++)
+		if (mods[i].start > gp->ktext) {
+			kend = mods[i].start;
 			break;
 		}
 	snprintf(name, sizeof(name), "[guest.kernel.kallsyms.%u]_text", (uint32_t)m->guest.machine_pid);
 	if ((r = gp_kernel_mmap(m, name, gp->ktext, kend - gp->ktext, gp->ktext)) < 0)
 		return r;
-	for (size_t i = 0; i < gp->n_mods; i++)
-		if (gp->mods[i].start > gp->ktext && (r = gp_kernel_mmap(m, gp->mods[i].name, gp->mods[i].start,
-									 gp->mods[i].end - gp->mods[i].start, 0)) < 0)
+	for (size_t i = 0; i < n_mods; i++)
+		if (mods[i].start > gp->ktext &&
+		    (r = gp_kernel_mmap(m, mods[i].name, mods[i].start, mods[i].end - mods[i].start, 0)) < 0)
 			return r;
 	return 0;
 }
@@ -499,6 +427,4 @@ void merge_gperf_free(struct merge_gperf *gp)
 	}
 	free(gp->cpus);
 	gp->cpus = NULL;
-	free(gp->mods);
-	gp->mods = NULL;
 }

@@ -7,6 +7,7 @@
  * that cannot be rewritten that way are printed as hex (unsymbolize). */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,13 +17,6 @@
 
 #define GSYM_NAME_MAX 128 /* bytes of a name written into a record, NUL included */
 #define GSYM_FAR (1u << 20) /* an address farther than this past a symbol is not named by it */
-
-struct gsym_table {
-	char *text;      /* guest/kallsyms, names cut in place */
-	uint64_t *addr;  /* sorted */
-	const char **name;
-	size_t n;
-};
 
 /* A print-format conversion: where it is in the text, and whether it is a %p[sSfFB]. */
 struct gsym_spec {
@@ -264,13 +258,67 @@ static int gsym_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-void merge_gsym_load(struct merge_guest *g, int dfd)
+/* One "ADDR t NAME\t[MOD]" line: widens MOD's extent (bounded, names checked). */
+static void gsym_module_line(struct gsym_table *s, uint64_t a, const char *mod)
+{
+	size_t len = strlen(mod), i;
+
+	if (len < 3 || len >= sizeof(s->mods[0].name) || mod[0] != '[' || mod[len - 1] != ']' ||
+	    !util_safe_name(mod + 1, len - 2))
+		return;
+	for (i = 0; i < s->n_mods && strcmp(s->mods[i].name, mod); i++)
+		;
+	if (i == s->n_mods) {
+		if (i == GSYM_MODULES_MAX)
+			return;
+		s->n_mods++;
+		memcpy(s->mods[i].name, mod, len + 1);
+		s->mods[i].start = UINT64_MAX;
+	}
+	s->mods[i].start = MIN(s->mods[i].start, a & ~0xfffull);
+	s->mods[i].end = MAX(s->mods[i].end, (a & ~0xfffull) + 0x1000);
+}
+
+static int gsym_mod_cmp(const void *a, const void *b)
+{
+	const struct gsym_module *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sorts the text symbols (by a permutation: names travel with their addresses). */
+static void gsym_sort(struct gsym_table *s)
+{
+	uint64_t **order = calloc(s->n + 1, sizeof(*order)), *a = malloc((s->n + 1) * sizeof(*a));
+	const char **nm = malloc((s->n + 1) * sizeof(*nm));
+
+	for (size_t i = 0; order && i < s->n; i++)
+		order[i] = &s->addr[i];
+	if (order && a && nm) {
+		qsort(order, s->n, sizeof(*order), gsym_cmp);
+		for (size_t i = 0; i < s->n; i++) {
+			size_t k = (size_t)(order[i] - s->addr);
+
+			a[i] = s->addr[k];
+			nm[i] = s->name[k];
+		}
+		free(s->addr), free(s->name);
+		s->addr = a, s->name = nm;
+	} else {
+		free(a), free(nm);
+		s->n = 0;
+	}
+	free(order);
+}
+
+void merge_gsym_load(struct merge_guest *g, const char *dir)
 {
 	struct gsym_table *s = calloc(1, sizeof(*s));
+	char path[PATH_MAX + 32];
 	size_t cap = 0, len;
-	uint64_t **order = NULL;
 
-	if (!s || util_read_file_at(dfd, "guest/kallsyms", 64u << 20, &s->text, &len) < 0) {
+	snprintf(path, sizeof(path), "%s/guest/kallsyms", dir);
+	if (!s || util_read_file(path, 64u << 20, &s->text, &len) < 0) {
 		free(s);
 		return;
 	}
@@ -278,39 +326,36 @@ void merge_gsym_load(struct merge_guest *g, int dfd)
 		cap += s->text[i] == '\n';
 	s->addr = calloc(cap + 1, sizeof(*s->addr));
 	s->name = calloc(cap + 1, sizeof(*s->name));
-	order = calloc(cap + 1, sizeof(*order));
-	for (char *l = s->text, *next; s->addr && s->name && order && *l; l = next) {
+	s->mods = calloc(GSYM_MODULES_MAX, sizeof(*s->mods));
+	for (char *l = s->text, *next, *tab; s->addr && s->name && s->mods && *l; l = next) {
+		uint64_t a;
+
 		next = l + strcspn(l, "\n");
 		if (*next)
 			*next++ = '\0';
-		if (strlen(l) < 20 || l[16] != ' ' || l[18] != ' ' || !strchr("TtWw", l[17]))
+		if (strlen(l) < 20 || l[16] != ' ' || l[18] != ' ')
+			continue;
+		a = strtoull(l, NULL, 16);
+		if ((tab = strchr(l + 19, '\t'))) { /* "name\t[module]" */
+			*tab = '\0';
+			gsym_module_line(s, a, tab + 1);
+		} else if (!strcmp(l + 19, "_text") && (l[17] == 'T' || l[17] == 't')) {
+			s->ktext = a;
+		}
+		if (!strchr("TtWw", l[17]))
 			continue; /* text symbols only */
-		l[strcspn(l, "\t")] = '\0'; /* "name\t[module]" */
-		s->addr[s->n] = strtoull(l, NULL, 16);
+		s->addr[s->n] = a;
 		s->name[s->n] = l + 19;
-		order[s->n] = &s->addr[s->n];
 		s->n++;
 	}
-	if (order && s->n) {
-		uint64_t *a = malloc(s->n * sizeof(*a));
-		const char **nm = malloc(s->n * sizeof(*nm));
-
-		qsort(order, s->n, sizeof(*order), gsym_cmp);
-		for (size_t i = 0; a && nm && i < s->n; i++) {
-			size_t k = (size_t)(order[i] - s->addr);
-
-			a[i] = s->addr[k];
-			nm[i] = s->name[k];
-		}
-		if (a && nm) {
-			free(s->addr), free(s->name);
-			s->addr = a, s->name = nm;
-		} else {
-			free(a), free(nm);
-			s->n = 0;
-		}
-	}
-	free(order);
+	if (s->n)
+		gsym_sort(s);
+	if (s->n_mods)
+		qsort(s->mods, s->n_mods, sizeof(*s->mods), gsym_mod_cmp);
+	/* overlapping extents (a damaged file) are cut so that perf's maps stay disjoint */
+	for (size_t i = 1; i < s->n_mods; i++)
+		if (s->mods[i].start < s->mods[i - 1].end)
+			s->mods[i - 1].end = s->mods[i].start;
 	g->gsym = s;
 }
 
@@ -319,6 +364,7 @@ void merge_gsym_free(struct merge_guest *g)
 	if (!g->gsym)
 		return;
 	free(g->gsym->text);
+	free(g->gsym->mods);
 	free(g->gsym->addr);
 	free(g->gsym->name);
 	free(g->gsym);

@@ -294,11 +294,12 @@ int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t w
 		snprintf(why, whylen, "no guest/events directory of event formats");
 		return r;
 	}
-	if (g->gsym_events)
-		merge_gsym_load(g, dfd);
 	merge_meta_tasks(g, dfd);
 	merge_meta_notes(g, dfd);
-	merge_meta_clock(g, dfd);
+	if (!g->scan_only)
+		merge_meta_clock(g, dfd); /* may fit clock.samples and write clock.ini */
+	else
+		g->window_hi = UINT64_MAX; /* times unconverted, unchecked */
 	g->cpus = calloc(g->ncpus, sizeof(*g->cpus));
 	if (!g->cpus)
 		return -ENOMEM;

@@ -408,6 +408,8 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		return r;
 	if (m->guest.present && (r = merge_guest_scan(&m->guest)) < 0)
 		return r;
+	if (m->guest.present && (m->guest.gsym_events || m->guest.perf_events[0]))
+		merge_gsym_load(&m->guest, o->session_dir); /* read once: %ps names, guest kernel maps */
 	if ((r = merge_gperf_load(&m->gp, &m->guest, o->session_dir)) < 0 || (r = merge_sources(m)) < 0)
 		return r;
 	return merge_out_attrs(m);

@@ -99,6 +99,8 @@ struct guest_cpu {
 
 struct merge_guest {
 	bool present;
+	bool scan_only;       /* set before merge_guest_load: records only (the daemon's binaries
+			       * scan), no clock fit and nothing written into the session */
 	bool session_read;    /* session.ini was valid */
 	char host_data[4096]; /* session.ini host_data, may be empty */
 	char missing_cpus[1280]; /* session.ini: CPUs not traced (start --allow-partial) */
@@ -132,7 +134,7 @@ struct merge_guest {
 	bool perf_clock_on;
 	char perf_clock_why[160];
 	uint32_t perf_freq;
-	struct gsym_table *gsym; /* guest/kallsyms' text symbols, when an event names pointers */
+	struct gsym_table *gsym; /* guest/kallsyms, read once (merge_gsym_load) */
 	size_t gsym_events;      /* events whose format names pointers */
 	struct merge_losses loss;
 };
@@ -148,12 +150,29 @@ int merge_guest_scan(struct merge_guest *g);
 bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c);
 void merge_guest_free(struct merge_guest *g);
 
-/* gsym.c: guest function pointers in guest tracepoints, named from guest/kallsyms. */
-struct gsym_table;
+/* gsym.c: guest/kallsyms read once for what the merge names with it: guest function pointers
+ * in guest tracepoints (text symbols), and the guest kernel's maps for guest perf (_text and
+ * each module's extent, page-rounded over all its lines). */
+struct gsym_module {
+	char name[64]; /* "[virtio_console]" */
+	uint64_t start, end;
+};
+#define GSYM_MODULES_MAX 4096
+
+struct gsym_table {
+	char *text;      /* guest/kallsyms, names cut in place */
+	uint64_t *addr;  /* text symbols, sorted */
+	const char **name;
+	size_t n;
+	uint64_t ktext;  /* _text, 0 when absent */
+	struct gsym_module *mods; /* by address, disjoint */
+	size_t n_mods;
+};
 /* Rewrites an event's format so that its %ps pointers print a "<field>_sym" string (1), or
  * leaves it (0: no such pointer, or a layout that has no room for the strings). */
 int merge_gsym_format(struct guest_event *e, char **text, size_t *len);
-void merge_gsym_load(struct merge_guest *g, int dfd);
+/* Reads dir/guest/kallsyms into g->gsym (left NULL when it is missing). */
+void merge_gsym_load(struct merge_guest *g, const char *dir);
 void merge_gsym_free(struct merge_guest *g);
 /* The record of such an event with its names appended (out: at least len + 4 * GSYM_MAX +
  * GSYM_MAX * 128 bytes); its new length. */
@@ -277,13 +296,6 @@ struct gperf_cpu {
 	uint64_t stale, skipped, bytes, samples;
 };
 
-/* A guest kernel module as its kallsyms lines place it: [start, end) page-rounded. */
-struct gperf_module {
-	char name[64]; /* "[virtio_console]" */
-	uint64_t start, end;
-};
-#define GPERF_MODULES_MAX 4096
-
 struct merge_gperf {
 	bool present;
 	const char *why; /* not merged, and why */
@@ -293,8 +305,6 @@ struct merge_gperf {
 	struct gperf_cpu *cpus;
 	uint64_t records, samples, lost_records, lost, bad_records, unknown_ids, reordered;
 	uint64_t ktext; /* guest kernel _text (guest/kallsyms), 0 when unknown */
-	struct gperf_module *mods; /* guest modules' extents from guest/kallsyms, by address */
-	size_t n_mods;
 };
 
 /* Opens every vCPU's perf spool of a session that asked for guest perf (session.ini guest_perf);

@@ -141,7 +141,11 @@ e2e_spin_in_window() { # FILE BOUND_NS
 		END {
 			for (i = 1; i <= NR; i++) if (k[i] == "s") {
 				n[v[i]]++
-				if (!(v[i] in lo) || !(v[i] in hi) || t[i] < lo[v[i]] - b / 1e9 || t[i] > hi[v[i]] + b / 1e9) bad++
+				if (!(v[i] in lo) || !(v[i] in hi) || t[i] < lo[v[i]] - b / 1e9 || t[i] > hi[v[i]] + b / 1e9) {
+					if (++bad <= 10)
+						printf "vcpu%d: vt-spin sample at %s: %.0f ns before begin, %.0f ns after end\n", v[i], t[i],
+							(lo[v[i]] - t[i]) * 1e9, (t[i] - hi[v[i]]) * 1e9 > "/dev/stderr"
+				}
 			}
 			for (c in n) printf "vcpu%d: %d vt-spin samples in [%s, %s]\n", c, n[c], lo[c], hi[c] > "/dev/stderr"
 			printf "%d outside their window (bound %d ns)\n", bad, b > "/dev/stderr"
