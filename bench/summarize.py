@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """Summaries of bench/vm-bench.py results.txt files (markdown rows for bench/RESULTS.md).
-usage: summarize.py overhead|throughput RESULTS.txt"""
+usage: summarize.py overhead|throughput|cost RESULTS.txt"""
 import re
 import statistics
 import sys
@@ -105,6 +105,51 @@ def throughput(lines):
                   f"{cpu:.2f} | {cpu / (moved / 1e9) if moved else 0:.1f} |")
 
 
+def cost(lines):
+    """bench/guest/cost.sh: CPU seconds per GB of the port's floor, the agent at flood and paced,
+    the workload's rate traced vs untraced per trace clock, the host daemon's CPU per GB."""
+    host = None
+    rows = {}
+    for l in lines:
+        if l.startswith("host "):
+            host = kv(l)
+            continue
+        if not l.startswith("kind="):
+            continue
+        r = kv(l)
+        if r["kind"] == "info":
+            print(f"guest: clocks {r['clocks']}, clocksource {r['clocksource']}")
+            continue
+        key = (r["kind"], r.get("clock", ""), r.get("paced", ""))
+        if r["kind"] == "floor":
+            gb = int(r["bytes"]) / 1e9
+            rows.setdefault(key, []).append((float(r["cpu_s"]) / gb, float(r["mbps"]), None, None))
+        elif r["kind"] == "untraced":
+            rows.setdefault(key, []).append((None, None, int(r["writes"]), None))
+        elif host:
+            gb = int(host["bytes_sent"]) / 1e9
+            cpu = int(r["rep_run_ns"]) / 1e9
+            rows.setdefault(key, []).append((cpu / gb if gb else float("nan"), gb * 1e3 / float(r.get("secs", 5)),
+                                             int(r.get("writes", 0)), float(host["daemon_run_s"]) / gb if gb else float("nan")))
+        host = None
+    med = lambda xs: statistics.median(xs) if xs else float("nan")
+    untr = med([w for _, _, w, _ in rows.get(("untraced", "", ""), [])])
+    print(f"untraced workload: {untr / 1e6:.2f} M writes per rep (median of {len(rows.get(('untraced', '', ''), []))})")
+    print("| what | clock | rounds | guest CPU s/GB (median, min–max) | MB/s | workload vs untraced | host daemon CPU s/GB |")
+    print("|---|---|---|---|---|---|---|")
+    for key in sorted(rows):
+        kind, clock, paced = key
+        if kind == "untraced":
+            continue
+        v = rows[key]
+        c = [x[0] for x in v]
+        what = {"floor": f"plain writer into one port ({'as fast as it can' if paced == '0' else paced + ' MB/s'})",
+                "agent-flood": "agent, syscall flood", "agent-paced": "agent, 2 MB/s/vCPU markers"}.get(kind, kind)
+        share = f"{100 * med([x[2] for x in v]) / untr:.0f}%" if kind == "agent-flood" else ""
+        d = f"{med([x[3] for x in v]):.2f}" if kind != "floor" else ""
+        print(f"| {what} | {clock} | {len(v)} | {med(c):.2f} ({min(c):.2f}–{max(c):.2f}) | {med([x[1] for x in v]):.1f} | {share} | {d} |")
+
+
 if __name__ == "__main__":
     text = open(sys.argv[2]).read().splitlines()
-    {"overhead": overhead, "throughput": throughput}[sys.argv[1]](text)
+    {"overhead": overhead, "throughput": throughput, "cost": cost}[sys.argv[1]](text)

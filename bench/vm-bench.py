@@ -117,17 +117,19 @@ class Bench:
         with open(self.fifo, "w") as f:
             f.write(word + "\n")
 
-    def start_agent(self, events, kb, maxsize=None, tracer=None, perf_freq=None):
+    def start_agent(self, events, kb, maxsize=None, tracer=None, perf_freq=None, trace_clock=None):
         self.session_out = os.path.join(self.tmp, "session.data")
         cmd = [COLLECTOR, "start", "--name", VM, "--dir", self.vmdir, "--run-dir", self.rundir,
                "-e", events, "--buffer-kb", kb, "--no-host", "-o", self.session_out]
-        if perf_freq:
-            cmd += ["--guest-perf", "--guest-freq", perf_freq]
         cmd += shlex.split(self.a.start_args)
         if maxsize and maxsize != "-":
             cmd += ["--max-size", maxsize]
-        if tracer:
+        if tracer and tracer != "-":
             cmd += ["--tracer", tracer]
+        if perf_freq and perf_freq != "-":
+            cmd += ["--guest-perf", "--guest-freq", perf_freq]
+        if trace_clock and trace_clock != "-":
+            cmd += ["--trace-clock", trace_clock]
         t0 = time.monotonic()
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:

@@ -18,6 +18,7 @@
 
 #define START_USAGE                                                                                   \
 	"--name VM [--dir D] [--run-dir R] [-e EVENTS] [--buffer-kb N] [--clock auto|kvm|ptp]\n"      \
+	"       [--trace-clock auto|mono|x86-tsc]\n"                                                   \
 	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
 	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
 	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--foreground]\n"         \
@@ -36,6 +37,8 @@
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"            \
 	"  --clock M        kvm: guest x86-tsc + KVM TSC offsets (exact); ptp: guest mono + probes;\n" \
 	"                   auto (default): kvm when KVM debugfs has this QEMU and the guest has x86-tsc\n" \
+	"  --trace-clock C  the guest's trace clock with ptp: mono, x86-tsc, or auto (default: mono,\n" \
+	"                   unless mono steps coarsely and x86-tsc is fine)\n" \
 	"  --probe-interval SEC  clock probe (and heartbeat) period while tracing, e.g. 0.5 (default 3;\n" \
 	"                   --heartbeat is the same); 32 probes are taken at start and at stop\n"   \
 	"  --holdout-probes also send a marked probe each period: the guest writes 'vt-probe ID'\n"  \
@@ -133,6 +136,7 @@ static const char *start_accepted(int c)
 		{ 'T', "a tracer name of the guest's available_tracers ([A-Za-z0-9_], 1..63 chars)" },
 		{ 'F', "function names or globs ([A-Za-z0-9_.*?], separated by spaces or commas, at most 1000 chars)" },
 		{ 'c', "auto, kvm or ptp" },
+		{ 'C', "auto, mono or x86-tsc" },
 		{ 'D', "an existing perf.data file" },
 		{ 'o', "a file path (its directory must exist at stop)" },
 		{ 'm', "a size: a number with an optional K, M, G or T suffix, e.g. 2G" },
@@ -182,6 +186,8 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'F': o->ftrace_filter = optarg; return start_word_ok(optarg, 1000, ".*? ,") ? 0 : -EINVAL;
 	case 'c': o->clock = optarg;
 		return !strcmp(optarg, "auto") || !strcmp(optarg, "kvm") || !strcmp(optarg, "ptp") ? 0 : -EINVAL;
+	case 'C': o->trace_clock = optarg;
+		return !strcmp(optarg, "auto") || !strcmp(optarg, "mono") || !strcmp(optarg, "x86-tsc") ? 0 : -EINVAL;
 	case 'H': o->host_events = optarg; return start_events_ok(optarg) ? 0 : -EINVAL;
 	case 'N': o->no_host = true; return 0;
 	case 'D': return start_abs(optarg, o->host_data, true);
@@ -212,7 +218,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 {
 	static const struct option lopts[] = {
 		{ "name", 1, 0, 'n' }, { "dir", 1, 0, 'd' }, { "run-dir", 1, 0, 'R' }, { "events", 1, 0, 'e' },
-		{ "buffer-kb", 1, 0, 'b' }, { "clock", 1, 0, 'c' }, { "host-events", 1, 0, 'H' },
+		{ "buffer-kb", 1, 0, 'b' }, { "clock", 1, 0, 'c' }, { "trace-clock", 1, 0, 'C' }, { "host-events", 1, 0, 'H' },
 		{ "host-perf-args", 1, 0, 'P' }, { "no-host", 0, 0, 'N' }, { "host-data", 1, 0, 'D' },
 		{ "qemu-pid", 1, 0, 'q' }, { "output", 1, 0, 'o' }, { "max-size", 1, 0, 'm' },
 		{ "foreground", 0, 0, 'f' }, { "timeout", 1, 0, 't' }, { "heartbeat", 1, 0, 'B' },
@@ -227,7 +233,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 	int c, r, li;
 
 	*o = (struct start_opts){ .events = "sched,irq,timer", .tracer = "nop", .ftrace_filter = "",
-				   .clock = "auto", .timeout_s = 10,
+				   .clock = "auto", .trace_clock = "auto", .timeout_s = 10,
 				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug", .flush_ms = 1000,
 				   .perf = { .freq = VT_PERF_DEFAULT_FREQ, .ring_kb = VT_PERF_DEFAULT_RING_KB } };
 	optind = 1;

@@ -54,6 +54,7 @@ struct start_opts {
 	const char *tracer;           /* guest current_tracer during the session (default nop) */
 	const char *ftrace_filter;    /* guest set_ftrace_filter globs ("" = every function) */
 	const char *clock;            /* auto|kvm|ptp */
+	const char *trace_clock;      /* the guest's trace clock with ptp: auto|mono|x86-tsc */
 	const char *host_events;
 	char **host_perf_argv;        /* perf record's own arguments, after '--' */
 	unsigned host_perf_argc;

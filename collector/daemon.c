@@ -251,6 +251,8 @@ static const char *daemon_ptp_clock(struct daemon *d)
 	uint64_t mono = clock_step(d->hello.clock_res, "mono", "ns");
 	uint64_t tsc = clock_step(d->hello.clock_res, "x86-tsc", "cycles");
 
+	if (strcmp(d->o->trace_clock, "auto"))
+		return d->o->trace_clock; /* --trace-clock, checked against the guest's list before */
 	if (mono < COARSE_CLOCK_NS || !clocks_has(d->hello.clocks, "x86-tsc") || !tsc || tsc > FINE_TSC_CYCLES)
 		return "mono";
 	if (d->o->perf.events)
@@ -273,7 +275,18 @@ static int daemon_choose_clock(struct daemon *d)
 	 * coarse guest) the probes also read mono (perf-clock.samples), and host times must be
 	 * CLOCK_MONOTONIC for that fit, so kvm relates the host TSC to it (no TIME_CONV). */
 	d->clk.no_time_conv = d->o->perf.events != NULL;
-	if (autom)
+	if (strcmp(d->o->trace_clock, "auto") && !clocks_has(d->hello.clocks, d->o->trace_clock)) {
+		daemon_fail(d, "--trace-clock %s: the guest has no such trace clock (it offers: %s)", d->o->trace_clock,
+			    d->hello.clocks);
+		return -ENOENT;
+	}
+	if (!strcmp(want, "kvm") && strcmp(d->o->trace_clock, "auto") && strcmp(d->o->trace_clock, "x86-tsc")) {
+		daemon_fail(d, "--clock kvm traces with x86-tsc: it cannot take --trace-clock %s", d->o->trace_clock);
+		return -EINVAL;
+	}
+	if (autom && strcmp(d->o->trace_clock, "auto") && strcmp(d->o->trace_clock, "x86-tsc"))
+		want = "ptp"; /* the trace clock asked for rules kvm out */
+	else if (autom)
 		want = kvm_debugfs_has(d->o->kvm_debugfs, d->s.qemu_pid) && clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
 	if (!strcmp(want, "kvm") && clocksync_kvm_begin(&d->clk, d->s.dir, d->o->kvm_debugfs, d->s.qemu_pid, why, sizeof(why)) < 0) {
 		if (!autom) {

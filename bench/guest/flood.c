@@ -5,8 +5,14 @@
  *                                    into the trace_marker PATH at KBPS KB/s each (paced in
  *                                    10 ms steps; 0 = as fast as it can); prints
  *                                    "flood marker cpu0 BYTES ... total BYTES secs S"
- *   flood port PATH MIB              write()s MIB MiB in 1 MiB chunks into PATH (a virtio
- *                                    port); prints "flood port bytes B secs S mbps R"
+ *   flood port PATH MIB [MBPS]       write()s MIB MiB in 1 MiB chunks into PATH (a virtio
+ *                                    port), at most MBPS MB/s (paced in 10 ms steps; 0 or
+ *                                    absent: as fast as it can); prints "flood port bytes B
+ *                                    secs S mbps R cpu_s C" (C: its own user+system time)
+ *   flood write SECONDS              one pinned child per online CPU write()s 64 bytes into
+ *                                    /dev/null as fast as it can (the traced workload of
+ *                                    bench/guest/cost.sh: syscall events); prints "flood
+ *                                    write total N secs S"
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -114,7 +121,73 @@ static int flood_marker(const char *path, double kbps, double seconds)
 	return 0;
 }
 
-static int flood_port(const char *path, long mib)
+static double flood_cpu_s(int who)
+{
+	struct rusage ru;
+
+	if (getrusage(who, &ru) < 0)
+		return -1;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static uint64_t flood_write_cpu(double seconds)
+{
+	char buf[64] = { 0 };
+	double end = flood_now() + seconds;
+	uint64_t n = 0;
+	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	do {
+		for (int i = 0; i < 256; i++, n++)
+			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+				return n;
+	} while (flood_now() < end);
+	close(fd);
+	return n;
+}
+
+static int flood_write(double seconds)
+{
+	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[FLOOD_MAX_CPUS][2];
+	uint64_t total = 0;
+
+	if (ncpu < 1 || ncpu > FLOOD_MAX_CPUS || seconds <= 0)
+		return 2;
+	for (int c = 0; c < ncpu; c++) {
+		if (pipe(fds[c]) < 0)
+			return 1;
+		pid_t p = fork();
+		if (p < 0)
+			return 1;
+		if (p == 0) {
+			cpu_set_t set;
+			uint64_t n;
+
+			CPU_ZERO(&set);
+			CPU_SET(c, &set);
+			if (sched_setaffinity(0, sizeof(set), &set) < 0)
+				_exit(1);
+			n = flood_write_cpu(seconds);
+			_exit(write(fds[c][1], &n, sizeof(n)) == sizeof(n) ? 0 : 1);
+		}
+		close(fds[c][1]);
+	}
+	for (int c = 0; c < ncpu; c++) {
+		uint64_t n = 0;
+
+		if (read(fds[c][0], &n, sizeof(n)) == sizeof(n))
+			total += n;
+	}
+	while (wait(NULL) > 0)
+		;
+	printf("flood write total %llu secs %g\n", (unsigned long long)total, seconds);
+	return 0;
+}
+
+static int flood_port(const char *path, long mib, double mbps)
 {
 	static char buf[1 << 20];
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -141,11 +214,13 @@ static int flood_port(const char *path, long mib)
 			off += (size_t)w;
 		}
 		done += sizeof(buf);
+		if (mbps > 0 && flood_now() < t0 + (double)done / (mbps * 1e6))
+			flood_sleep_until(t0 + (double)done / (mbps * 1e6));
 	}
 	double secs = flood_now() - t0;
 	close(fd);
-	printf("flood port bytes %llu secs %.3f mbps %.1f\n", (unsigned long long)done, secs,
-	       (double)done / secs / 1e6);
+	printf("flood port bytes %llu secs %.3f mbps %.1f cpu_s %.3f\n", (unsigned long long)done, secs,
+	       (double)done / secs / 1e6, flood_cpu_s(RUSAGE_SELF));
 	return 0;
 }
 
@@ -153,8 +228,10 @@ int main(int argc, char **argv)
 {
 	if (argc == 5 && strcmp(argv[1], "marker") == 0)
 		return flood_marker(argv[2], atof(argv[3]), atof(argv[4]));
-	if (argc == 4 && strcmp(argv[1], "port") == 0)
-		return flood_port(argv[2], atol(argv[3]));
-	fprintf(stderr, "usage: flood marker PATH KBPS SECONDS | flood port PATH MIB\n");
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "port") == 0)
+		return flood_port(argv[2], atol(argv[3]), argc == 5 ? atof(argv[4]) : 0);
+	if (argc == 3 && strcmp(argv[1], "write") == 0)
+		return flood_write(atof(argv[2]));
+	fprintf(stderr, "usage: flood marker PATH KBPS SECONDS | flood port PATH MIB [MBPS] | flood write SECONDS\n");
 	return 2;
 }

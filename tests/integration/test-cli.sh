@@ -31,6 +31,7 @@ done <<EOF2
 --buffer-kb|0|1\.\.4194304
 --buffer-kb|4194305|1\.\.4194304
 --clock|sundial|auto, kvm or ptp
+--trace-clock|local|auto, mono or x86-tsc
 --host-events|x y|sys:event
 --host-data|/nonexistent/perf.data|existing perf.data
 --max-size|2Q|K, M, G or T

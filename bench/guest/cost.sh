@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Guest half of bench/vm-bench.py cost (the load issue's CPU per GB, #21): in one boot,
+#  - the port's floor: a plain writer of 1 MiB buffers into one port (flood port), as fast as
+#    it can and paced at vt.floor_mbps; its own CPU seconds per byte;
+#  - the workload (flood write: 64-byte writes into /dev/null, one pinned writer per vCPU)
+#    untraced, then traced by the agent with syscalls:sys_{enter,exit}_write (a flood of
+#    events) under each trace clock of vt.clocks: the workload's rate against its untraced
+#    rate, and the agent's CPU (schedstat run time of its threads) per byte it sent;
+#  - the agent at vt.rate KB/s per vCPU (1000-byte trace_marker lines): CPU per byte there.
+# The host's line before each guest result has the bytes sent and the daemon's CPU.
+. /bench/lib.sh
+secs=$(arg vt.secs) rounds=$(arg vt.rounds) portmib=$(arg vt.portmib)
+clocks=$(arg vt.clocks | tr , ' ') rate=$(arg vt.rate) floor_mbps=$(arg vt.floor_mbps)
+A=$T/instances/virtio-trace
+EV=syscalls:sys_enter_write,syscalls:sys_exit_write
+say "result kind=info clocks='$(cat $T/trace_clock)' clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+
+floor() { # MBPS (0: as fast as it can)
+	ready cat
+	out=$(/bin/flood port /dev/virtio-ports/trace-path-cpu0 "$portmib" "$1")
+	finished
+	say "result kind=floor paced=$1 round=$r $(echo "$out" | cut -d' ' -f3-)"
+}
+
+untraced() {
+	out=$(/bin/flood write "$secs")
+	say "result kind=untraced round=$r writes=$(echo "$out" | cut -d' ' -f4)"
+}
+
+agent_flood() { # CLOCK
+	ready agent "$EV" 1024 - - - "$1"
+	p=$(agentpid) n0=$(runns $p)
+	out=$(/bin/flood write "$secs")
+	n1=$(runns $p) e1=$(events $A) o1=$(overruns $A)
+	finished
+	say "result kind=agent-flood clock=$1 round=$r secs=$secs writes=$(echo "$out" | cut -d' ' -f4) rep_run_ns=$((n1 - n0)) events=$e1 overrun=$o1"
+}
+
+agent_paced() { # CLOCK
+	ready agent sched,timer 1024 - - - "$1"
+	p=$(agentpid) n0=$(runns $p)
+	out=$(/bin/flood marker "$A/trace_marker" "$rate" "$secs")
+	n1=$(runns $p) e1=$(events $A) o1=$(overruns $A)
+	finished
+	say "result kind=agent-paced clock=$1 round=$r secs=$secs rate=$rate rep_run_ns=$((n1 - n0)) events=$e1 overrun=$o1 load='$out'"
+}
+
+r=0
+while [ $r -lt "$rounds" ]; do
+	floor 0
+	floor "$floor_mbps"
+	untraced
+	for c in $clocks; do
+		agent_flood "$c"
+		agent_paced "$c"
+	done
+	r=$((r + 1))
+done
