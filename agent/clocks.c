@@ -1,11 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The trace clocks the agent can read from user space (PROBE answers them), and how fine each
  * one really is here: a guest on the jiffies clocksource has mono, mono_raw, boot and tai
- * stepping every 4 ms while x86-tsc still counts cycles. The host picks the clock from that. */
+ * stepping every 4 ms while x86-tsc still counts cycles. Also what mono costs (the kernel's
+ * clocksource: an emulated hpet or acpi_pm is a device read per event) and whether x86-tsc
+ * agrees across CPUs (a warp test). The host picks the clock from that. */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "util.h"
@@ -58,6 +65,108 @@ static uint64_t clocks_step(const char *clock)
 	return best;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+#define WARP_CPUS_MAX 64   /* CPU 0 against at most this many others */
+#define WARP_BUDGET_NS 2000000ull /* per pair */
+#define WARP_ROUNDS 20000
+
+struct warp_pair {
+	atomic_flag lock;
+	uint64_t last;        /* the last TSC read under the lock, by either side */
+	uint64_t worst;       /* the largest backwards step seen */
+	atomic_int ready;
+	int cpu[2];
+};
+
+static uint64_t warp_rdtsc(void)
+{
+	__builtin_ia32_lfence(); /* not read early, before the lock was taken */
+	return __builtin_ia32_rdtsc();
+}
+
+/* Each side takes the lock, reads the TSC, compares with the other side's last reading: after
+ * the lock hand-over a lower reading means the two CPUs' TSCs disagree by at least that much. */
+struct warp_side {
+	struct warp_pair *w;
+	int side;
+};
+
+static void *warp_side(void *arg)
+{
+	struct warp_pair *w = ((struct warp_side *)arg)->w;
+	int side = ((struct warp_side *)arg)->side;
+	cpu_set_t set;
+	uint64_t start;
+
+	CPU_ZERO(&set);
+	CPU_SET(w->cpu[side], &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+		atomic_fetch_add(&w->ready, 1);
+		return (void *)1;
+	}
+	atomic_fetch_add(&w->ready, 1);
+	while (atomic_load(&w->ready) < 2)
+		;
+	start = util_now_ns(CLOCK_MONOTONIC_RAW);
+	for (unsigned i = 0; i < WARP_ROUNDS && util_now_ns(CLOCK_MONOTONIC_RAW) - start < WARP_BUDGET_NS; i++) {
+		uint64_t now;
+
+		while (atomic_flag_test_and_set_explicit(&w->lock, memory_order_acquire))
+			;
+		now = warp_rdtsc();
+		if (now < w->last && w->last - now > w->worst)
+			w->worst = w->last - now;
+		w->last = now;
+		atomic_flag_clear_explicit(&w->lock, memory_order_release);
+	}
+	return NULL;
+}
+
+/* The largest x86-tsc disagreement between CPU 0 and the others (cycles; 0: none seen), or
+ * -1 when it could not be measured (a CPU that cannot be pinned to, no thread). */
+static int64_t clocks_tsc_warp(void)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int64_t worst = 0;
+
+	if (ncpu < 2)
+		return 0;
+	for (long k = 1; k < ncpu && k <= WARP_CPUS_MAX; k++) {
+		struct warp_pair w = { .lock = ATOMIC_FLAG_INIT, .cpu = { 0, (int)k } };
+		struct warp_side args[2] = { { &w, 0 }, { &w, 1 } };
+		pthread_t th[2];
+		void *rv[2] = { NULL, NULL };
+
+		if (pthread_create(&th[0], NULL, warp_side, &args[0]) != 0)
+			return -1;
+		if (pthread_create(&th[1], NULL, warp_side, &args[1]) != 0) {
+			atomic_fetch_add(&w.ready, 1);
+			pthread_join(th[0], NULL);
+			return -1;
+		}
+		pthread_join(th[0], &rv[0]);
+		pthread_join(th[1], &rv[1]);
+		if (rv[0] || rv[1])
+			return -1;
+		if ((int64_t)w.worst > worst)
+			worst = (int64_t)w.worst;
+	}
+	return worst;
+}
+#endif
+
+/* The kernel's clocksource ("tsc", "kvm-clock", "hpet", "acpi_pm", "jiffies"), or "". */
+static void clocks_source(char *buf, size_t len)
+{
+	_cleanup_free_ char *s = NULL;
+	size_t i = 0;
+
+	if (util_read_file("/sys/devices/system/clocksource/clocksource0/current_clocksource", 64, &s, NULL) == 0)
+		for (; s[i] && s[i] != '\n' && i + 1 < len; i++) /* "kvm-clock": '-' kept, nothing else odd */
+			buf[i] = (s[i] == '-' || util_safe_name(s + i, 1)) ? s[i] : '_';
+	buf[i] = '\0';
+}
+
 void clocks_resolution(char *buf, size_t len)
 {
 	size_t at = 0;
@@ -68,6 +177,14 @@ void clocks_resolution(char *buf, size_t len)
 				       (unsigned long long)clocks_step(clocks_posix[i].name));
 #if defined(__x86_64__) || defined(__i386__)
 	if (at < len)
-		snprintf(buf + at, len - at, " x86-tsc=%llucycles", (unsigned long long)clocks_step("x86-tsc"));
+		at += (size_t)snprintf(buf + at, len - at, " x86-tsc=%llucycles x86-tsc-warp=%lld",
+				       (unsigned long long)clocks_step("x86-tsc"), (long long)clocks_tsc_warp());
 #endif
+	if (at < len) {
+		char src[48];
+
+		clocks_source(src, sizeof(src));
+		if (src[0])
+			snprintf(buf + at, len - at, " clocksource=%s", src);
+	}
 }

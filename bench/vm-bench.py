@@ -230,6 +230,8 @@ class Bench:
             if self.cats:
                 self.stop_cats()
             self.send("next")
+        elif words[0] == "profile":
+            self.record(" ".join(words))
         elif words[0] == "result":
             self.record(f"{' '.join(words[1:])} load={','.join(loadavg())}")
 

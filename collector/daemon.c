@@ -243,17 +243,58 @@ static uint64_t clock_step(const char *res, const char *name, const char *unit)
 	return 0;
 }
 
+/* A "name=VALUE" word of the agent's hello clock_res into buf; false when absent. */
+static bool clock_word(const char *res, const char *name, char *buf, size_t len)
+{
+	size_t l = strlen(name);
+
+	for (const char *p = res; (p = strstr(p, name)); p += l) {
+		if ((p != res && p[-1] != ' ') || p[l] != '=')
+			continue;
+		snprintf(buf, len, "%.*s", (int)strcspn(p + l + 1, " "), p + l + 1);
+		return true;
+	}
+	return false;
+}
+
+/* Whether reading mono costs a device access per event here (an emulated HPET or ACPI PM
+ * timer: a VM exit under KVM, a device model call under TCG) while x86-tsc is read in place
+ * and agrees across CPUs (the agent's warp test saw no TSC go backwards between CPU 0 and each
+ * other CPU). Under TCG a guest's mono reads hpet: a traced flood wrote 18% of its untraced
+ * rate with mono, 27% with x86-tsc, and the agent spent 10.8 against 8.8 s of guest CPU per
+ * GB (bench/RESULTS.md, bench cost). */
+static bool daemon_mono_costly(struct daemon *d)
+{
+	char src[48], warp[24];
+	char *end;
+
+	if (!clock_word(d->hello.clock_res, "clocksource", src, sizeof(src)) ||
+	    (strcmp(src, "hpet") && strcmp(src, "acpi_pm")))
+		return false;
+	if (!clock_word(d->hello.clock_res, "x86-tsc-warp", warp, sizeof(warp)))
+		return false;
+	return strtoll(warp, &end, 10) == 0 && end != warp && !*end;
+}
+
 /* The ptp method's guest trace clock: mono, unless mono is coarse here (a guest on the jiffies
- * clocksource steps every 4 ms) and the guest has a fine x86-tsc: then x86-tsc, whose rate the
- * fit measures (clockfit guest_scale). Guest perf still stamps with mono (perf-clock.samples). */
+ * clocksource steps every 4 ms) or costly (daemon_mono_costly; not with guest perf, whose
+ * samples carry mono: one clock keeps events and samples in exact order) and the guest has a
+ * fine x86-tsc: then x86-tsc, whose rate the fit measures (clockfit guest_scale). Guest perf
+ * still stamps with mono (perf-clock.samples). */
 static const char *daemon_ptp_clock(struct daemon *d)
 {
 	uint64_t mono = clock_step(d->hello.clock_res, "mono", "ns");
 	uint64_t tsc = clock_step(d->hello.clock_res, "x86-tsc", "cycles");
+	bool tsc_fine = clocks_has(d->hello.clocks, "x86-tsc") && tsc && tsc <= FINE_TSC_CYCLES;
 
 	if (strcmp(d->o->trace_clock, "auto"))
 		return d->o->trace_clock; /* --trace-clock, checked against the guest's list before */
-	if (mono < COARSE_CLOCK_NS || !clocks_has(d->hello.clocks, "x86-tsc") || !tsc || tsc > FINE_TSC_CYCLES)
+	if (tsc_fine && mono < COARSE_CLOCK_NS && !d->o->perf.events && daemon_mono_costly(d)) {
+		log_info("the guest's mono clock reads an emulated timer device (clock_res: %s): tracing with "
+			 "x86-tsc, which is read in place and agrees across its CPUs", d->hello.clock_res);
+		return "x86-tsc";
+	}
+	if (mono < COARSE_CLOCK_NS || !tsc_fine)
 		return "mono";
 	if (d->o->perf.events)
 		log_warn("the guest's mono clock steps every %.1f ms: guest perf samples (stamped with it) are aligned "

@@ -20,6 +20,11 @@ st=$(e2e_status)
 echo "$st"
 check_out "status: tracing" '^state: tracing' echo "$st"
 check_out "status: pages arrived" '^cpu[01] +[1-9][0-9]* +[1-9]' echo "$st"
+sess=$(e2e_session)
+# This TCG guest's mono reads hpet: x86-tsc is the cheaper trace clock, and the agent's warp
+# test saw it agree across both vCPUs (bench cost: the traced workload runs faster with it).
+check_out "hello: clocksource hpet, x86-tsc agrees across CPUs" '^guest_clock_res=.* x86-tsc-warp=0 clocksource=hpet$' cat "$sess/session.ini"
+check_out "auto trace clock: x86-tsc beside an hpet mono" '^guest_clock=x86-tsc$' cat "$sess/session.ini"
 check_out "status: ptp clock with samples" '^clock: ptp, [1-9][0-9]* probe samples' echo "$st"
 check_out "status: host perf running" '^host perf: running' echo "$st"
 sum=$(e2e_stop -o "$out" 2>&1)

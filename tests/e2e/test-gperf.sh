@@ -26,6 +26,8 @@ qpid=$(e2e_qemu_pid)
 check "QEMU has the perf ports" grep -q 'perf-path-cpu1' "/proc/$qpid/cmdline"
 check_out "start --guest-perf" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf
 check_out "status: guest perf rows" '^perf cpu1: [0-9]+ records' e2e_status
+check_out "auto trace clock with guest perf: mono beside hpet (events and samples on one clock)" '^guest_clock=mono$' \
+	cat "$(e2e_session)/session.ini"
 check "guest: vt-spin on each vCPU for 1.5 s" e2e_spin 1500
 check "guest: a flood of marker lines (the agent streams them through virtio_console and virtio_ring, modules)" gperf_flood 100000 5000
 sum=$(e2e_stop -o "$out" 2>&1)
