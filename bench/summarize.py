@@ -121,9 +121,10 @@ def cost(lines):
             print(f"guest: clocks {r['clocks']}, clocksource {r['clocksource']}")
             continue
         key = (r["kind"], r.get("clock", ""), r.get("paced", ""))
-        if r["kind"] == "floor":
-            gb = int(r["bytes"]) / 1e9
-            rows.setdefault(key, []).append((float(r["cpu_s"]) / gb, float(r["mbps"]), None, None))
+        if r["kind"] == "floor":  # "... bytes B secs S mbps R cpu_s C"
+            f = dict(re.findall(r"(bytes|secs|mbps|cpu_s) (\S+)", l))
+            gb = int(f["bytes"]) / 1e9
+            rows.setdefault(key, []).append((float(f["cpu_s"]) / gb, float(f["mbps"]), None, None))
         elif r["kind"] == "untraced":
             rows.setdefault(key, []).append((None, None, int(r["writes"]), None))
         elif host:

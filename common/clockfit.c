@@ -17,7 +17,8 @@
  * are all good enough to keep.
  *
  * The error bound is checked against every sample, not only the ones fitted: a probe whose
- * [send, reply] bracket the fit misses proves the fit wrong by at least that much. */
+ * [send, reply] bracket the fit misses proves the fit wrong by at least that much. A coarse
+ * clock's bound also covers two more steps: after idle its readings lag (COARSE_IDLE_TICKS). */
 #include "clockfit.h"
 
 #include <errno.h>
@@ -39,6 +40,13 @@
 #define DRIFT_MAX 50e-6        /* clocks may drift apart this much across a gap without a step */
 #define SLOPE_DEV_MAX 1e-3     /* a real clock drifts by ppm: clamp nonsense from degenerate spans */
 #define COARSE_DRIFT 2e-2      /* a tick-counting guest clock (jiffies) that loses ticks */
+/* A CPU that leaves NO_HZ idle stamps its first events with the jiffies of before its sleep
+ * until a tick catches them up: guest perf samples of a task that had just started on such a
+ * CPU lay 6.5 and 10.5 ms before its own begin marker (4 ms ticks, x86-tsc markers, CI of
+ * 2026-11-24). The probes, answered by a thread that is already awake, do not see it: the
+ * bound of a clock with a step of 1 ms or more adds two steps. */
+#define COARSE_IDLE_MIN_NS 1000000ull
+#define COARSE_IDLE_TICKS 2ull
 
 /* How much a fit may bend: fine clocks by ppm, coarse ones by percent. */
 struct fit_limits {
@@ -286,6 +294,9 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 	lim.tol = MAX(lim.tol, 2.0 * (double)fit.guest_resolution);
 	fit_segments(&fit, kept, nk, &lim);
 	fit.error_bound = error_bound(&fit, all, n, limit); /* in the scaled domain: scale 0 = none yet */
+	if (fit.guest_resolution >= COARSE_IDLE_MIN_NS) /* a tick-counting clock, stale after idle */
+		fit.error_bound = fit.error_bound > UINT64_MAX - COARSE_IDLE_TICKS * fit.guest_resolution
+					  ? UINT64_MAX : fit.error_bound + COARSE_IDLE_TICKS * fit.guest_resolution;
 	fit.guest_scale = scale;
 	*ret = fit;
 	return 0;
