@@ -69,54 +69,75 @@ static uint64_t flood_marker_cpu(int fd, double kbps, double seconds)
 	return done;
 }
 
-static int flood_child(int cpu, const char *path, double kbps, double seconds, int wfd)
+struct flood_job {
+	const char *path; /* marker: the trace_marker file */
+	double kbps, seconds;
+};
+
+/* One child per online CPU, pinned, each running work(job); their counts into n[], the CPU
+ * count into *ncpu. Returns 0, or the exit status main should give. */
+static int flood_per_cpu(uint64_t (*work)(const struct flood_job *), const struct flood_job *job,
+			 uint64_t n[FLOOD_MAX_CPUS], int *ncpu)
 {
-	cpu_set_t set;
-	uint64_t n;
-	int fd;
+	int fds[FLOOD_MAX_CPUS][2];
 
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set) < 0)
-		return 1;
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "flood: open %s: %s\n", path, strerror(errno));
-		return 1;
-	}
-	n = flood_marker_cpu(fd, kbps, seconds);
-	close(fd);
-	return write(wfd, &n, sizeof(n)) == sizeof(n) ? 0 : 1;
-}
-
-static int flood_marker(const char *path, double kbps, double seconds)
-{
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[FLOOD_MAX_CPUS][2];
-	uint64_t total = 0;
-
-	if (ncpu < 1 || ncpu > FLOOD_MAX_CPUS || seconds <= 0)
+	*ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (*ncpu < 1 || *ncpu > FLOOD_MAX_CPUS || job->seconds <= 0)
 		return 2;
-	for (int c = 0; c < ncpu; c++) {
+	for (int c = 0; c < *ncpu; c++) {
 		if (pipe(fds[c]) < 0)
 			return 1;
 		pid_t p = fork();
 		if (p < 0)
 			return 1;
-		if (p == 0)
-			_exit(flood_child(c, path, kbps, seconds, fds[c][1]));
+		if (p == 0) {
+			cpu_set_t set;
+			uint64_t v;
+
+			CPU_ZERO(&set);
+			CPU_SET(c, &set);
+			if (sched_setaffinity(0, sizeof(set), &set) < 0)
+				_exit(1);
+			v = work(job);
+			_exit(write(fds[c][1], &v, sizeof(v)) == sizeof(v) ? 0 : 1);
+		}
 		close(fds[c][1]);
 	}
-	printf("flood marker");
-	for (int c = 0; c < ncpu; c++) {
-		uint64_t n = 0;
-
-		if (read(fds[c][0], &n, sizeof(n)) != sizeof(n))
-			n = 0;
-		printf(" cpu%d %llu", c, (unsigned long long)n);
-		total += n;
-	}
+	for (int c = 0; c < *ncpu; c++)
+		if (read(fds[c][0], &n[c], sizeof(n[c])) != sizeof(n[c]))
+			n[c] = 0;
 	while (wait(NULL) > 0)
 		;
+	return 0;
+}
+
+static uint64_t flood_marker_work(const struct flood_job *job)
+{
+	int fd = open(job->path, O_WRONLY | O_CLOEXEC);
+	uint64_t n;
+
+	if (fd < 0) {
+		fprintf(stderr, "flood: open %s: %s\n", job->path, strerror(errno));
+		return 0;
+	}
+	n = flood_marker_cpu(fd, job->kbps, job->seconds);
+	close(fd);
+	return n;
+}
+
+static int flood_marker(const char *path, double kbps, double seconds)
+{
+	const struct flood_job job = { .path = path, .kbps = kbps, .seconds = seconds };
+	uint64_t n[FLOOD_MAX_CPUS], total = 0;
+	int ncpu, r = flood_per_cpu(flood_marker_work, &job, n, &ncpu);
+
+	if (r)
+		return r;
+	printf("flood marker");
+	for (int c = 0; c < ncpu; c++) {
+		printf(" cpu%d %llu", c, (unsigned long long)n[c]);
+		total += n[c];
+	}
 	printf(" total %llu secs %g\n", (unsigned long long)total, seconds);
 	return 0;
 }
@@ -131,58 +152,33 @@ static double flood_cpu_s(int who)
 	       (double)ru.ru_stime.tv_usec / 1e6;
 }
 
-static uint64_t flood_write_cpu(double seconds)
+static uint64_t flood_write_work(const struct flood_job *job)
 {
 	char buf[64] = { 0 };
-	double end = flood_now() + seconds;
+	double end = flood_now() + job->seconds;
 	uint64_t n = 0;
 	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return 0;
 	do {
-		for (int i = 0; i < 256; i++, n++)
-			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
-				return n;
-	} while (flood_now() < end);
+		for (int i = 0; i < 256 && write(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf); i++)
+			n++;
+	} while (n % 256 == 0 && flood_now() < end);
 	close(fd);
 	return n;
 }
 
 static int flood_write(double seconds)
 {
-	int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN), fds[FLOOD_MAX_CPUS][2];
-	uint64_t total = 0;
+	const struct flood_job job = { .seconds = seconds };
+	uint64_t n[FLOOD_MAX_CPUS], total = 0;
+	int ncpu, r = flood_per_cpu(flood_write_work, &job, n, &ncpu);
 
-	if (ncpu < 1 || ncpu > FLOOD_MAX_CPUS || seconds <= 0)
-		return 2;
-	for (int c = 0; c < ncpu; c++) {
-		if (pipe(fds[c]) < 0)
-			return 1;
-		pid_t p = fork();
-		if (p < 0)
-			return 1;
-		if (p == 0) {
-			cpu_set_t set;
-			uint64_t n;
-
-			CPU_ZERO(&set);
-			CPU_SET(c, &set);
-			if (sched_setaffinity(0, sizeof(set), &set) < 0)
-				_exit(1);
-			n = flood_write_cpu(seconds);
-			_exit(write(fds[c][1], &n, sizeof(n)) == sizeof(n) ? 0 : 1);
-		}
-		close(fds[c][1]);
-	}
-	for (int c = 0; c < ncpu; c++) {
-		uint64_t n = 0;
-
-		if (read(fds[c][0], &n, sizeof(n)) == sizeof(n))
-			total += n;
-	}
-	while (wait(NULL) > 0)
-		;
+	if (r)
+		return r;
+	for (int c = 0; c < ncpu; c++)
+		total += n[c];
 	printf("flood write total %llu secs %g\n", (unsigned long long)total, seconds);
 	return 0;
 }
