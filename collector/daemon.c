@@ -227,22 +227,6 @@ static bool kvm_debugfs_has(const char *debugfs, pid_t pid)
 	return found;
 }
 
-/* The step the agent measured for clock name ("name=NUMBERunit" in its hello), 0 when unknown. */
-static uint64_t clock_step(const char *res, const char *name, const char *unit)
-{
-	size_t l = strlen(name);
-	char *end;
-	uint64_t v;
-
-	for (const char *p = res; (p = strstr(p, name)); p += l) {
-		if ((p != res && p[-1] != ' ') || p[l] != '=')
-			continue;
-		v = strtoull(p + l + 1, &end, 10);
-		return !strncmp(end, unit, strlen(unit)) ? v : 0;
-	}
-	return 0;
-}
-
 /* A "name=VALUE" word of the agent's hello clock_res into buf; false when absent. */
 static bool clock_word(const char *res, const char *name, char *buf, size_t len)
 {
@@ -255,6 +239,18 @@ static bool clock_word(const char *res, const char *name, char *buf, size_t len)
 		return true;
 	}
 	return false;
+}
+
+/* The step the agent measured for clock name ("name=NUMBERunit" in its hello), 0 when unknown. */
+static uint64_t clock_step(const char *res, const char *name, const char *unit)
+{
+	char word[32], *end;
+	uint64_t v;
+
+	if (!clock_word(res, name, word, sizeof(word)))
+		return 0;
+	v = strtoull(word, &end, 10);
+	return end != word && !strcmp(end, unit) ? v : 0;
 }
 
 /* Whether reading mono costs a device access per event here (an emulated HPET or ACPI PM
