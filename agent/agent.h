@@ -37,6 +37,7 @@ struct agent_config {
 	char *perf_events;   /* guest perf events, "cpu-clock,page-faults"; NULL = no guest perf */
 	uint32_t perf_freq;  /* samples per second per event and CPU */
 	uint32_t perf_ring_kb; /* data part of each CPU's perf ring, KiB, a power of two */
+	bool agent_events;   /* the agent's own threads' events in the trace too (default: left out) */
 };
 
 /* ---- events.c: the event list the host sends (pure, fuzzed) ---- */
@@ -67,6 +68,7 @@ int tracefs_read(const struct tracefs *t, const char *rel, size_t max, char **re
 int tracefs_set_on(const struct tracefs *t, bool on);
 /* Empties the instance's rings (and their stats). */
 int tracefs_reset(const struct tracefs *t);
+int tracefs_exclude_self(const struct tracefs *t, bool exclude);
 /* 0 if the config can be applied; else -errno and *ret_msg says what is wrong. */
 int tracefs_config_check(const struct tracefs *t, const struct agent_config *c, char **ret_msg);
 /* Applies a complete config (events and clock set), writing only what changed since the last

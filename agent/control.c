@@ -36,7 +36,8 @@ static int config_dup(const char *s, char **ret)
 int config_set(struct agent_config *c, const struct agent_config *v)
 {
 	struct agent_config n = { .buffer_kb = v->buffer_kb, .flush_ms = v->flush_ms,
-				  .perf_freq = v->perf_freq, .perf_ring_kb = v->perf_ring_kb };
+				  .perf_freq = v->perf_freq, .perf_ring_kb = v->perf_ring_kb,
+				  .agent_events = v->agent_events };
 
 	if (config_dup(v->events, &n.events) < 0 || config_dup(v->clock, &n.clock) < 0 ||
 	    config_dup(v->tracer, &n.tracer) < 0 || config_dup(v->ftrace_filter, &n.ftrace_filter) < 0 ||
@@ -146,7 +147,7 @@ static int control_config_new(struct agent *a, const struct vt_msg *m, struct ag
 	_cleanup_free_ char *events = NULL, *clock = NULL, *tracer = NULL, *filter = NULL, *perf = NULL;
 	_cleanup_free_ struct event_spec *ev = NULL;
 	uint32_t kb = a->cfg.buffer_kb, flush = a->cfg.flush_ms;
-	uint32_t freq = a->cfg.perf_freq, ring = a->cfg.perf_ring_kb;
+	uint32_t freq = a->cfg.perf_freq, ring = a->cfg.perf_ring_kb, self = 0;
 	size_t n;
 	int r;
 
@@ -163,6 +164,9 @@ static int control_config_new(struct agent *a, const struct vt_msg *m, struct ag
 	r = vt_msg_u32(m, VT_A_FLUSH_MS, &flush);
 	if ((r < 0 && r != -ENOENT) || flush > AGENT_FLUSH_MS_MAX)
 		return -EBADMSG;
+	r = vt_msg_u32(m, VT_A_AGENT_EVENTS, &self); /* absent (an older host): left out */
+	if ((r < 0 && r != -ENOENT) || self > 1)
+		return -EBADMSG;
 	if (events && events_parse(events, &ev, &n, NULL) == 0) {
 		free(events);
 		events = NULL;
@@ -177,7 +181,7 @@ static int control_config_new(struct agent *a, const struct vt_msg *m, struct ag
 		.tracer = !tracer ? a->cfg.tracer : *tracer && strcmp(tracer, "nop") ? tracer : NULL,
 		.ftrace_filter = !filter ? a->cfg.ftrace_filter : *filter ? filter : NULL,
 		.perf_events = !perf ? a->cfg.perf_events : *perf ? perf : NULL,
-		.perf_freq = freq, .perf_ring_kb = ring });
+		.perf_freq = freq, .perf_ring_kb = ring, .agent_events = self });
 }
 
 static void control_config(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
@@ -207,9 +211,9 @@ static void control_config(struct agent *a, const struct vt_msg *m, struct vt_bu
 	}
 	config_free(&a->cfg);
 	a->cfg = c;
-	log_info("config: events %s, clock %s, buffer %u KiB, flush %u ms, tracer %s%s%s", c.events, c.clock,
+	log_info("config: events %s, clock %s, buffer %u KiB, flush %u ms, tracer %s%s%s%s", c.events, c.clock,
 		 c.buffer_kb, c.flush_ms, c.tracer ? c.tracer : "nop", c.ftrace_filter ? ", functions " : "",
-		 c.ftrace_filter ? c.ftrace_filter : "");
+		 c.ftrace_filter ? c.ftrace_filter : "", c.agent_events ? ", the agent's own events too" : "");
 	if (c.perf_events)
 		log_info("config: guest perf %s at %u Hz, ring %u KiB per CPU", c.perf_events, c.perf_freq,
 			 c.perf_ring_kb);

@@ -322,6 +322,10 @@ int session_start(struct agent *a, uint64_t id, char **ret_msg)
 	r = session_begin(a, &started, &perf_started, ret_msg);
 	a->tracing = true;
 	a->session = id;
+	if (r == 0 && (r = tracefs_exclude_self(&a->tfs, !a->cfg.agent_events)) < 0) {
+		log_info("the agent's own events stay in the trace: set_event_notrace_pid: %s", strerror(-r));
+		r = 0;
+	}
 	if (r == 0) {
 		r = tracefs_set_on(&a->tfs, true);
 		if (r < 0 && asprintf(ret_msg, "cannot turn tracing on in %s: %s", a->tfs.inst_path,
@@ -387,6 +391,7 @@ int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats, struct vt_per
 	a->perf = NULL;
 	session_close_efds(&a->sh);
 	tracefs_tracer_reset(&a->tfs); /* the pipes are closed now */
+	(void)tracefs_exclude_self(&a->tfs, false);
 	a->tracing = false;
 	log_info("session %" PRIu64 " stopped", a->session);
 	return r;

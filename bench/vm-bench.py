@@ -188,6 +188,9 @@ class Bench:
             self.record("host stop_output=" + repr(text[-2000:]))
         if sess:
             subprocess.run(["rm", "-rf", sess.group(1)])
+        if self.a.keep and self.a.out and os.path.exists(self.session_out):
+            self.kept = getattr(self, "kept", 0) + 1
+            os.rename(self.session_out, os.path.join(self.a.out, f"agent-{self.kept}.data"))
         subprocess.run(["rm", "-rf", self.session_out])
         self.daemon = None
 
@@ -290,6 +293,7 @@ def main():
     p.add_argument("--timeout", type=int, default=0)
     p.add_argument("--out", default=None)
     p.add_argument("--with-perf", action="store_true")
+    p.add_argument("--keep", action="store_true", help="keep each agent session's perf.data in OUT as agent-N.data")
     p.add_argument("--start-args", default="", help="more trace-collector start options, e.g. '--flush-interval 0'")
     a = p.parse_args()
     if not a.out:

@@ -93,7 +93,7 @@ int agentctl_send_hello(struct agentctl *a)
 }
 
 int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb,
-			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms,
+			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms, bool agent_events,
 			 const struct guest_perf_opts *perf)
 {
 	agentctl_begin(a, VT_MSG_CONFIG);
@@ -108,6 +108,7 @@ int agentctl_send_config(struct agentctl *a, const char *events, const char *clo
 	if (ftrace_filter)
 		vt_put_str(&a->out, VT_A_FTRACE_FILTER, ftrace_filter);
 	vt_put_u32(&a->out, VT_A_FLUSH_MS, flush_ms); /* an older agent skips the unknown tag */
+	vt_put_u32(&a->out, VT_A_AGENT_EVENTS, agent_events);
 	if (perf) { /* always sent: "" turns an earlier session's guest perf off */
 		vt_put_str(&a->out, VT_A_PERF_EVENTS, perf->events ? perf->events : "");
 		if (perf->events) {

@@ -21,9 +21,10 @@
 	"       [--trace-clock auto|mono|x86-tsc]\n"                                                   \
 	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
 	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
-	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--timeout SEC] [--foreground]\n"         \
+	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--flight-recorder SIZE]\n"                 \
+	"       [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
-	"       [--flush-interval SEC] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]\n"  \
+	"       [--flush-interval SEC] [--agent-events] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]\n"  \
 	"       [--no-guest-binaries]]\n"                                                              \
 	"       [-- PERF_RECORD_ARGS...]\n"                                                          \
 	"Starts a daemon that drives trace-agent in the guest over the ports in D (default\n"          \
@@ -34,6 +35,10 @@
 	"  --tracer NAME    also run this guest ftrace tracer, e.g. function (default nop: events only)\n" \
 	"  --ftrace-filter GLOBS  functions the tracer traces, e.g. 'vfs_* schedule' (default all)\n" \
 	"  --max-size SIZE  stop when the spools reach SIZE (e.g. 2G)\n"                              \
+	"  --flight-recorder SIZE  keep only the newest SIZE (at least 4M) of each guest CPU's\n"  \
+	"                   stream on disk, the oldest whole pages dropped and counted; host perf\n" \
+	"                   records into its overwritable ring (--overwrite) and writes it at stop\n" \
+	"                   and for each 'snapshot' (not with --guest-perf)\n"                       \
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"            \
 	"  --clock M        kvm: guest x86-tsc + KVM TSC offsets (exact); ptp: guest mono + probes;\n" \
 	"                   auto (default): kvm when KVM debugfs has this QEMU and the guest has x86-tsc\n" \
@@ -46,6 +51,8 @@
 	"  --kvm-debugfs DIR  debugfs root for the kvm method (default /sys/kernel/debug)\n"         \
 	"  --flush-interval SEC  a quiet guest ring's events reach the host within SEC (default 1,\n" \
 	"                   0..3600, decimals allowed; 0: only when a ring is half full)\n"          \
+	"  --agent-events   also trace the agent's own threads (by default their events are left\n"  \
+	"                   out, as trace-cmd leaves out its own: moving pages makes events)\n"     \
 	"  --guest-perf[=EVENTS]  also sample every guest CPU with perf in the guest (default event\n" \
 	"                   cpu-clock; perf's generic names, comma separated; hardware events need a\n" \
 	"                   guest PMU), with kernel and user call chains, over the perf-path ports\n" \
@@ -140,6 +147,7 @@ static const char *start_accepted(int c)
 		{ 'D', "an existing perf.data file" },
 		{ 'o', "a file path (its directory must exist at stop)" },
 		{ 'm', "a size: a number with an optional K, M, G or T suffix, e.g. 2G" },
+		{ 'W', "a size of at least 4M: a number with an optional K, M, G or T suffix, e.g. 256M" },
 		{ 'b', "KiB per CPU, 1..4194304" },
 		{ 'q', "a process id, 1..4194304" },
 		{ 't', "seconds, 1..3600" },
@@ -194,6 +202,7 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'o': return start_abs(optarg, o->out, false);
 	case 'f': o->foreground = true; return 0;
 	case 'm': return util_parse_size(optarg, &o->max_size);
+	case 'W': return util_parse_size(optarg, &o->flight_recorder) < 0 || o->flight_recorder < (4u << 20) ? -EINVAL : 0;
 	case 'b': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->buffer_kb = (uint32_t)v; return 0;
 	case 'q': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->qemu_pid = (pid_t)v; return 0;
 	case 't': if (util_parse_u64(optarg, 3600, &v) < 0 || !v) return -EINVAL; o->timeout_s = (unsigned)v; return 0;
@@ -201,6 +210,7 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'Z': o->holdout = true; return 0;
 	case 'A': o->allow_partial = true; return 0;
 	case 'x': o->perf.no_binaries = true; return 0;
+	case 'S': o->agent_events = true; return 0;
 	case 'I': return !strcmp(optarg, "0") ? (o->flush_ms = 0, 0) : start_interval(optarg, &o->flush_ms);
 	case 'K': o->kvm_debugfs = optarg; return strlen(optarg) < 256 ? 0 : -EINVAL;
 	case 'g': return start_guest_perf(o, optarg);
@@ -226,6 +236,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "tracer", 1, 0, 'T' }, { "ftrace-filter", 1, 0, 'F' }, { "allow-partial", 0, 0, 'A' },
 		{ "flush-interval", 1, 0, 'I' }, { "guest-perf", 2, 0, 'g' }, { "guest-freq", 1, 0, 'G' },
 		{ "guest-perf-kb", 1, 0, 'k' }, { "no-guest-binaries", 0, 0, 'x' },
+		{ "agent-events", 0, 0, 'S' }, { "flight-recorder", 1, 0, 'W' },
 		{ "help", 0, 0, 'h' }, {},
 	};
 	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
@@ -278,6 +289,12 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 	if (!o->name || !start_vm_name_ok(o->name)) {
 		log_error(o->name ? "invalid VM name '%s' (letters, digits, '_', '-', '.')" :
 				    "missing --name VM (see trace-collector start --help)", o->name);
+		return -EINVAL;
+	}
+	if (o->flight_recorder && (o->perf.events || o->host_data[0])) {
+		log_error("--flight-recorder bounds the guest's ftrace streams and the host recording; %s",
+			  o->perf.events ? "guest perf streams are not bounded yet: drop --guest-perf" :
+			  "--host-data names a finished recording: drop it, or use --no-host");
 		return -EINVAL;
 	}
 	if ((o->no_host + !!o->host_events + !!o->host_perf_argc + !!o->host_data[0]) > 1) {

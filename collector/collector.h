@@ -13,7 +13,7 @@ struct cmd_entry {
 /* Prints "usage:" + the entry's usage text. */
 void cmd_usage(const struct cmd_entry *cmd, int to_stderr);
 
-extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_stop, cmd_merge;
+extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cmd_stop, cmd_merge;
 
 /* ---- daemon: trace-collector start/status/stop (collector/README.md) ---- */
 #include <limits.h>
@@ -62,6 +62,7 @@ struct start_opts {
 	char out[PATH_MAX];           /* -o, absolute; "" when absent */
 	uint32_t buffer_kb;
 	uint64_t max_size;
+	uint64_t flight_recorder;     /* --flight-recorder SIZE: each guest CPU's newest SIZE kept */
 	pid_t qemu_pid;
 	bool no_host;
 	bool foreground;
@@ -70,6 +71,7 @@ struct start_opts {
 	bool holdout;                 /* --holdout-probes: one marked probe per period */
 	bool allow_partial;           /* --allow-partial: go on when some CPUs cannot stream */
 	uint32_t flush_ms;            /* --flush-interval: a quiet guest ring goes out within it */
+	bool agent_events;            /* --agent-events: the agent's own threads traced too */
 	const char *kvm_debugfs;      /* debugfs root for the kvm method */
 	struct guest_perf_opts perf;  /* --guest-perf, --guest-freq, --guest-perf-kb */
 };
@@ -153,6 +155,8 @@ struct spool_stats {
 	uint64_t bad_pages;      /* implausible commit words (stream misaligned or corrupt) */
 	uint64_t bad_markers;    /* marker-like pages that are not ours */
 	uint64_t discarded;      /* bytes read from the port and dropped (limit, disk full, after stop) */
+	uint64_t fr_dropped;     /* --flight-recorder: the oldest bytes after the begin marker, freed
+				  * from the file (a hole: the file's size stays, its blocks go) */
 	bool begun, ended;
 	struct vt_cpu_stats end; /* from the end marker */
 	/* perf-path-cpuN (data_bytes: record bytes; bad_pages: impossible record sizes skipped) */
@@ -164,6 +168,9 @@ struct spool;
 int spool_new(struct daemon *d, unsigned cpu, bool perf, struct port *port, const char *session_dir,
 	      uint64_t session_id, uint32_t page_size, struct spool **ret);
 void spool_free(struct spool *s);
+/* --flight-recorder: keep only the newest bytes of this ftrace stream on disk (perf streams:
+ * not bounded). The spool must be on a file system that punches holes. */
+void spool_flight_recorder(struct spool *s, uint64_t bytes);
 int spool_arm(struct spool *s, struct event_base *base);
 /* Moves what the port has into the spool and scans it (the read callback; tests call it). */
 void spool_poll(struct spool *s);
@@ -202,7 +209,7 @@ void agentctl_free(struct agentctl *a);
 int agentctl_send_hello(struct agentctl *a);
 /* CONFIG; a NULL string or 0 leaves that attribute out (the agent keeps its value). */
 int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb,
-			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms,
+			 const char *tracer, const char *ftrace_filter, uint32_t flush_ms, bool agent_events,
 			 const struct guest_perf_opts *perf);
 /* kallsyms_key: the key of the VM's cached kallsyms, or NULL. */
 int agentctl_send_meta_req(struct agentctl *a, const char *kallsyms_key);
@@ -254,6 +261,10 @@ void hostperf_kill(struct hostperf *h);
 void hostperf_free(struct hostperf *h);
 const char *hostperf_state(const struct hostperf *h, char *buf, size_t size);
 int hostperf_exit_status(const struct hostperf *h);
+/* --flight-recorder (perf --overwrite --switch-output): SIGUSR2, perf writes DATA.<timestamp>. */
+int hostperf_dump(struct hostperf *h);
+int hostperf_newest_dump(const char *dir, char *buf, size_t len);
+int hostperf_settle(struct hostperf *h, const char *dir); /* the last dump becomes DATA */
 
 /* ctlsock.c: the daemon's control socket RUN/VM.sock (line protocol). */
 struct ctlsock;
@@ -268,6 +279,8 @@ int ctlsock_find(const char *run_dir, const char *name, char *buf, size_t size);
 void daemon_status(struct daemon *d, char *buf, size_t size);
 struct bufferevent;
 void daemon_stop_request(struct daemon *d, struct bufferevent *client);
+/* A snapshot asked on the control socket; answered later with ctlsock_finish_stop. */
+void daemon_snapshot_request(struct daemon *d, struct bufferevent *client);
 /* Writes the stop reply to the waiting client, which is then freed. */
 void ctlsock_finish_stop(struct bufferevent *client, const char *text);
 void daemon_stop_replied(struct daemon *d);

@@ -78,6 +78,9 @@ static void client_read(struct bufferevent *bev, void *arg)
 		daemon_status(cl->c->d, reply, sizeof(reply));
 		bufferevent_write(bev, reply, strlen(reply));
 		bufferevent_write(bev, "end\n", 4);
+	} else if (!strcmp(line, "snapshot")) {
+		cl->stopping = true; /* the daemon answers it (after a clock probe burst) */
+		daemon_snapshot_request(cl->c->d, bev);
 	} else if (!strcmp(line, "stop")) {
 		cl->stopping = true;
 		daemon_stop_request(cl->c->d, bev);
@@ -112,7 +115,8 @@ static void ctlsock_accept(evutil_socket_t lfd, short what, void *arg)
 	bufferevent_enable(bev, EV_READ);
 }
 
-/* Frees a stop client once its reply is written (the daemon calls this via the callback). */
+/* Frees a stop (or snapshot) client once its reply is written (the daemon calls this via the
+ * callback). */
 static void client_done_write(struct bufferevent *bev, void *arg)
 {
 	struct ctl_client *cl = arg;

@@ -137,6 +137,8 @@ void daemon_report_summary(const struct daemon *d, FILE *f)
 			fprintf(f, "; no end marker%s", g ? "" : " and no stop report: shortfall unknown, spool kept up to its last whole page");
 		if (st.discarded)
 			fprintf(f, "; %llu bytes dropped by the host after the stop/limit", (unsigned long long)st.discarded);
+		if (st.fr_dropped)
+			fprintf(f, "; flight recorder: the oldest %.1f MiB dropped, the newest kept", (double)st.fr_dropped / 1048576.0);
 		fputc('\n', f);
 	}
 	fprintf(f, "losses: ring overrun %llu events, ring dropped %llu events, ring missed-events %llu (counted in page headers), transport %llu pages%s\n",
@@ -155,6 +157,7 @@ void daemon_report_summary(const struct daemon *d, FILE *f)
 void daemon_status(struct daemon *d, char *buf, size_t size)
 {
 	uint64_t now = util_now_ns(CLOCK_MONOTONIC), total = 0, tpages = 0, tbytes = 0, tmissed = 0, tevents = 0;
+	uint64_t fr = 0;
 	double trate = 0;
 	size_t len = 0;
 	struct spool_stats st;
@@ -180,7 +183,8 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 		char lost[32] = "-";
 
 		spool_stats(d->spools[i], &st);
-		total += st.spooled;
+		total += st.spooled - st.fr_dropped;
+		fr += st.fr_dropped;
 		if (st.ended)
 			snprintf(lost, sizeof(lost), "%llu", (unsigned long long)(st.end.pages_sent > st.pages ? st.end.pages_sent - st.pages : 0));
 		if (d->cpu_missing[i]) {
@@ -203,7 +207,10 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 			spool_stats(d->spools[SPOOL_INDEX(i, true)], &st);
 			total += st.spooled;
 		}
-	fprintf(f, "spool: %.1f MB\nhost perf: %s\n", (double)total / 1e6,
+	if (d->o->flight_recorder)
+		fprintf(f, "flight recorder: the newest %.1f MiB of each CPU kept, %.1f MiB dropped so far\n",
+			(double)d->o->flight_recorder / 1048576.0, (double)fr / 1048576.0);
+	fprintf(f, "spool: %.1f MB on disk\nhost perf: %s\n", (double)total / 1e6,
 		d->perf ? hostperf_state(d->perf, perf, sizeof(perf)) : d->o->host_data[0] ? d->o->host_data : "none");
 	fflush(f);
 	len = (size_t)ftell(f);

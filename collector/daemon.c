@@ -179,6 +179,8 @@ static int daemon_open_stream(struct daemon *d, unsigned k)
 	if (d->kind == PORT_FIFO)
 		daemon_drain(&d->data[k]);
 	r = spool_new(d, cpu, perf, &d->data[k], d->s.dir, d->s.session_id, d->hello.page_size, &d->spools[k]);
+	if (r == 0 && d->o->flight_recorder)
+		spool_flight_recorder(d->spools[k], d->o->flight_recorder);
 	if (r == 0)
 		r = spool_arm(d->spools[k], d->base);
 	if (r < 0)
@@ -395,7 +397,7 @@ static void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
 		return;
 	}
 	agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb, d->o->tracer,
-			     d->o->ftrace_filter, d->o->flush_ms, &d->o->perf);
+			     d->o->ftrace_filter, d->o->flush_ms, d->o->agent_events, &d->o->perf);
 	daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 }
 
@@ -559,7 +561,7 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 	case PH_RESET:
 		if (t == VT_MSG_STOPPED || t == VT_MSG_ERROR) {
 			agentctl_send_config(d->agent, d->s.events, d->s.guest_clock, d->o->buffer_kb, d->o->tracer,
-			     d->o->ftrace_filter, d->o->flush_ms, &d->o->perf);
+			     d->o->ftrace_filter, d->o->flush_ms, d->o->agent_events, &d->o->perf);
 			return daemon_set_phase(d, PH_CONFIG, daemon_timeout(d));
 		}
 		break;
@@ -647,6 +649,12 @@ void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
 {
 	daemon_agent_msg_phase(d, m);
 	/* Probe bursts advance here so that a reply to the last one moves on at once. */
+	if (d->ph == PH_TRACING && d->snap_probes_left && !d->probe_pending) {
+		if (--d->snap_probes_left > 0)
+			daemon_probe_send(d, false);
+		else
+			daemon_snapshot_finish(d);
+	}
 	if ((d->ph == PH_PROBES0 || d->ph == PH_PROBES1) && !d->probe_pending) {
 		if (d->probes_left > 0)
 			d->probes_left--;
@@ -680,7 +688,7 @@ static uint64_t daemon_spool_total(const struct daemon *d)
 		if (!d->spools[k])
 			continue;
 		spool_stats(d->spools[k], &st);
-		total += st.spooled;
+		total += st.spooled - st.fr_dropped; /* on disk */
 	}
 	return total;
 }
@@ -742,6 +750,7 @@ static bool daemon_all_ended(const struct daemon *d)
 
 static void daemon_stop_begin(struct daemon *d, const char *reason)
 {
+	daemon_snapshot_finish(d); /* one being taken: with the probes it has */
 	if (d->stop_begun)
 		return;
 	if (!d->started_ok) {
@@ -841,6 +850,12 @@ static void daemon_finalize(struct daemon *d)
 	FILE *f;
 
 	session_release_reserve(&d->s);
+	if (d->perf && d->o->flight_recorder && hostperf_reap(d->perf)) {
+		int r = hostperf_settle(d->perf, d->s.dir); /* perf's last dump is the host.data */
+
+		if (r < 0)
+			log_warn("flight recorder: no host perf dump in %s to use as host.data: %s", d->s.dir, strerror(-r));
+	}
 	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) { /* the merge reads the files next */
 		int r = d->spools[k] ? spool_persist(d->spools[k]) : 0;
 
@@ -866,6 +881,29 @@ static void daemon_finalize(struct daemon *d)
 	} else if (d->exit_on_finalize) {
 		event_base_loopbreak(d->base);
 	}
+}
+
+/* ---- snapshot (daemon-snapshot.c writes it) ---- */
+
+void daemon_snapshot_request(struct daemon *d, struct bufferevent *client)
+{
+	if (d->snap_client || d->ph != PH_TRACING) {
+		char buf[256];
+
+		snprintf(buf, sizeof(buf), d->snap_client ? "error: a snapshot is being taken: ask again in a moment\n" :
+			 "error: the session is %s, not tracing: a snapshot is taken while it traces (stop writes "
+			 "the whole file)\n", daemon_phase_names[d->ph]);
+		ctlsock_finish_stop(client, buf);
+		return;
+	}
+	d->snap_client = client;
+	if (strcmp(d->s.clock_method, "ptp"))
+		return daemon_snapshot_finish(d);
+	/* A burst like start's and stop's: the fit then has samples at the snapshot's end. */
+	d->snap_probes_left = PROBES_PER_BURST;
+	d->snap_deadline_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d);
+	if (!d->probe_pending)
+		daemon_probe_send(d, false);
 }
 
 void daemon_stop_request(struct daemon *d, struct bufferevent *client)
@@ -1008,7 +1046,9 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 			daemon_stop_begin(d, "QEMU gone (agent-ctl-path closed)");
 		else if (silent > MAX(3 * daemon_interval(d), daemon_timeout(d)))
 			daemon_stop_begin(d, "agent silent (no answer to heartbeat probes)");
-		else if (now >= d->next_probe_ns)
+		else if (d->snap_client && now >= d->snap_deadline_ns)
+			daemon_snapshot_finish(d); /* the agent did not answer the whole burst */
+		else if (now >= d->next_probe_ns && !d->snap_probes_left)
 			daemon_tick_probe(d, now);
 	} else if (d->ph == PH_STOP && ((d->stopped_msg && daemon_all_ended(d)) || d->agent_gone)) {
 		daemon_binaries(d);

@@ -48,6 +48,10 @@ struct daemon {
 	uint64_t meta_refused, unexpected;
 	struct bufferevent *stop_client;
 	int exit_code;
+	unsigned snapshots; /* snapshot-N dirs made */
+	struct bufferevent *snap_client; /* a snapshot being taken: answered by daemon_snapshot_finish */
+	unsigned snap_probes_left;       /* its probe burst (ptp) */
+	uint64_t snap_deadline_ns;
 };
 
 /* One line to `start` waiting in the foreground: "dir PATH", then "ok" or "fail". */
@@ -66,6 +70,11 @@ static inline const char *daemon_stream_port(unsigned k)
 
 /* Human names of the phases (status, logs). */
 extern const char *const daemon_phase_names[];
+
+/* ---- daemon-snapshot.c ---- */
+/* Prepares SESSION/snapshot-N and answers d->snap_client: the dir, and where its host data
+ * comes from. */
+void daemon_snapshot_finish(struct daemon *d);
 
 /* ---- daemon-report.c ---- */
 /* SESSION/agent-stats.ini from the STOPPED frame's per-CPU stats. */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Host `perf record` over the session window: SESSION/host.data, stopped with SIGINT. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -46,9 +47,15 @@ static int hostperf_tracefs(void)
 	return 0;
 }
 
-/* argv for perf: record -a -o DATA [-k CLOCK_MONOTONIC] (-e EVENTS | user args). */
+/* --flight-recorder: perf's overwritable ring per CPU, the largest power of two of at most
+ * SIZE and FR_HOST_RING_MAX (the ring is locked memory on every host CPU). */
+#define FR_HOST_RING_MAX (16u << 20)
+
+/* argv for perf: record -a -o DATA [-k CLOCK_MONOTONIC] [flight recorder] (-e EVENTS | user
+ * args). The flight recorder: --overwrite (the kernel keeps the newest of each CPU's ring),
+ * --switch-output (SIGUSR2 writes the ring into DATA.<timestamp>, as does the stop). */
 static int hostperf_argv(const struct start_opts *o, bool monotonic, char *data,
-			 char *events, char **argv)
+			 char *events, char *ring, size_t ring_len, char **argv)
 {
 	int n = 0;
 
@@ -60,6 +67,17 @@ static int hostperf_argv(const struct start_opts *o, bool monotonic, char *data,
 	if (monotonic) {
 		argv[n++] = (char *)"-k";
 		argv[n++] = (char *)"CLOCK_MONOTONIC";
+	}
+	if (o->flight_recorder) {
+		uint64_t bytes = 4096;
+
+		while (bytes * 2 <= MIN(o->flight_recorder, FR_HOST_RING_MAX))
+			bytes *= 2;
+		snprintf(ring, ring_len, "%lluK", (unsigned long long)(bytes >> 10));
+		argv[n++] = (char *)"--overwrite";
+		argv[n++] = (char *)"--switch-output";
+		argv[n++] = (char *)"-m";
+		argv[n++] = ring; /* before the user's arguments: their own -m wins */
 	}
 	if (o->host_perf_argc) {
 		for (unsigned i = 0; i < o->host_perf_argc; i++) {
@@ -101,7 +119,7 @@ static void hostperf_child(const char *session_dir, char **argv)
 int hostperf_start(const struct start_opts *o, const char *session_dir, bool monotonic,
 		   struct hostperf **ret)
 {
-	char events[512], *argv[PERF_MAX_ARGS];
+	char events[512], ring[32], *argv[PERF_MAX_ARGS];
 	struct hostperf *h;
 	int r;
 
@@ -116,7 +134,7 @@ int hostperf_start(const struct start_opts *o, const char *session_dir, bool mon
 		snprintf(events, sizeof(events), "%s", o->host_events);
 	else
 		hostperf_default_events(events, sizeof(events));
-	r = hostperf_argv(o, monotonic, h->data, events, argv);
+	r = hostperf_argv(o, monotonic, h->data, events, ring, sizeof(ring), argv);
 	if (r == 0 && (h->pid = fork()) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -155,6 +173,44 @@ int hostperf_stop(struct hostperf *h)
 		return 0;
 	h->stopping = true;
 	return kill(h->pid, SIGINT) < 0 ? -errno : 0;
+}
+
+/* --flight-recorder: perf writes its rings into DATA.<timestamp> and records on. */
+int hostperf_dump(struct hostperf *h)
+{
+	if (h->exited || h->stopping)
+		return -ESRCH;
+	return kill(h->pid, SIGUSR2) < 0 ? -errno : 0;
+}
+
+/* The newest DATA.<timestamp> perf wrote in dir (--switch-output names sort by time), or
+ * -ENOENT. */
+int hostperf_newest_dump(const char *dir, char *buf, size_t len)
+{
+	DIR *d = opendir(dir);
+	char best[256] = "";
+
+	if (!d)
+		return -errno;
+	for (struct dirent *de; (de = readdir(d));)
+		if (!strncmp(de->d_name, "host.data.", 10) && strlen(de->d_name) < sizeof(best) &&
+		    strspn(de->d_name + 10, "0123456789") == strlen(de->d_name + 10) && strcmp(de->d_name, best) > 0)
+			snprintf(best, sizeof(best), "%s", de->d_name);
+	closedir(d);
+	if (!best[0])
+		return -ENOENT;
+	return snprintf(buf, len, "%s/%s", dir, best) < (int)len ? 0 : -ENAMETOOLONG;
+}
+
+/* At stop with --flight-recorder: perf's last dump becomes DATA (the merge's host.data). */
+int hostperf_settle(struct hostperf *h, const char *dir)
+{
+	char dump[PATH_MAX + 300];
+	int r = hostperf_newest_dump(dir, dump, sizeof(dump));
+
+	if (r == 0 && rename(dump, h->data) < 0)
+		r = -errno;
+	return r;
 }
 
 void hostperf_kill(struct hostperf *h)

@@ -117,10 +117,12 @@ static void session_write_opts(FILE *f, const struct start_opts *o)
 	ini_str(f, "opt_clock", o->clock);
 	ini_u64(f, "opt_buffer_kb", o->buffer_kb);
 	ini_u64(f, "opt_flush_interval_ms", o->flush_ms);
+	ini_u64(f, "opt_agent_events", o->agent_events);
 	ini_u64(f, "opt_probe_interval_ms", o->probe_interval_ms);
 	ini_u64(f, "opt_holdout_probes", o->holdout);
 	ini_u64(f, "opt_allow_partial", o->allow_partial);
 	ini_u64(f, "opt_max_size", o->max_size);
+	ini_u64(f, "opt_flight_recorder", o->flight_recorder);
 	ini_u64(f, "opt_timeout_s", o->timeout_s);
 	ini_u64(f, "opt_qemu_pid", (uint64_t)o->qemu_pid);
 	ini_str(f, "opt_host", o->no_host ? "none" : o->host_data[0] ? "file" : o->host_perf_argc ? "perf-args" : "events");

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #define RB_MISSED_EVENTS (1ull << 31)
 #define RB_MISSED_STORED (1ull << 30)
 #define SCAN_CHUNK 65536
+#define SPOOL_ALIGN 4096u /* the unit of holes: a file system block */
 
 struct spool {
 	struct daemon *d;
@@ -46,6 +48,8 @@ struct spool {
 	uint64_t flushed;       /* file offset of buf[0] */
 	uint64_t persist_ns;    /* when the partial block was last written */
 	bool discard;
+	uint64_t fr_bytes;  /* --flight-recorder: the newest bytes kept; 0 = everything */
+	uint64_t fr_hole_end; /* the hole at the front of the data ends here */
 	uint64_t session_id;
 	uint32_t page_size;
 	uint64_t scan_off;  /* next byte (before begin) or page (after) to scan */
@@ -154,6 +158,33 @@ int spool_persist(struct spool *s)
 	return 0;
 }
 
+void spool_flight_recorder(struct spool *s, uint64_t bytes)
+{
+	if (!s->perf)
+		s->fr_bytes = bytes;
+}
+
+/* The flight recorder: the oldest whole file blocks of data beyond the newest fr_bytes become a
+ * hole (FALLOC_FL_PUNCH_HOLE): the disk holds at most fr_bytes + one block; offsets stay, so
+ * the merge finds the first data with SEEK_DATA and starts at the next whole page. The begin
+ * marker page stays. */
+static int spool_drop_oldest(struct spool *s)
+{
+	uint64_t from, to, data_start = s->st.stale + s->page_size;
+
+	if (!s->fr_bytes || !s->st.begun || s->flushed <= s->fr_bytes)
+		return 0;
+	to = (s->flushed - s->fr_bytes) / SPOOL_ALIGN * SPOOL_ALIGN;
+	from = MAX(s->fr_hole_end, (data_start + SPOOL_ALIGN - 1) / SPOOL_ALIGN * SPOOL_ALIGN);
+	if (to <= from)
+		return 0;
+	if (fallocate(s->tail_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) < 0)
+		return -errno;
+	s->fr_hole_end = to;
+	s->st.fr_dropped += to - from;
+	return 0;
+}
+
 /* The full buffer as one block at an aligned offset, then the buffer starts over. */
 static int spool_write_block(struct spool *s)
 {
@@ -170,7 +201,7 @@ static int spool_write_block(struct spool *s)
 	}
 	s->flushed += SPOOL_BUF;
 	s->fill = s->persisted = 0;
-	return 0;
+	return spool_drop_oldest(s);
 }
 
 /* Before the begin marker: search byte by byte (stale bytes need not be page aligned). */

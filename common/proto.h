@@ -78,6 +78,7 @@ enum vt_attr_tag {
 	VT_A_BUILD_ID = 34,     /* bytes (1..20), BINARY_REQ / BINARY: the GNU build-id of a guest binary */
 	VT_A_FILE_OFFSET = 35,  /* u64, BINARY_REQ / BINARY: where FILE_DATA starts in the file */
 	VT_A_FILE_SIZE = 36,    /* u64, BINARY: the whole file's size */
+	VT_A_AGENT_EVENTS = 37, /* u32, CONFIG: 1 = trace the agent's own threads too (default 0: left out) */
 	VT_A_CLOCK_RES = 31,    /* str, HELLO: each readable clock's measured step "mono=4000000ns x86-tsc=38cycles" */
 };
 

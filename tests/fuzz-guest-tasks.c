@@ -70,7 +70,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	merge_meta_tasks(g, dfd);
 	for (int32_t pid = -1; pid < 64; pid++) {
 		(void)merge_meta_tgid(g, pid);
-		(void)merge_meta_task_rename(g, pid, "fuzz\x01name", 9);
+		bool first;
+
+		(void)merge_meta_task_see(g, pid, "fuzz\x01name", 9, &first);
 	}
 	free(g->tasks);
 	free(g);

@@ -34,7 +34,9 @@ while [ $r -lt "$rounds" ]; do
 			done ;;
 		off) ready none ;;
 		esac
-		e0=$(events "$inst") t0=$(ticks ${pids:-0}) n0=$(runns $pids) u0=$(cut -d' ' -f1 /proc/uptime)
+		# events counted last before and first after the rep: the CPU readings (a cut per
+		# agent thread) fork processes whose kmem events must not count against the agent
+		t0=$(ticks ${pids:-0}) n0=$(runns $pids) u0=$(cut -d' ' -f1 /proc/uptime) e0=$(events "$inst")
 		out=$(/bin/dhry "$secs")
 		e1=$(events "$inst") t1=$(ticks ${pids:-0}) n1=$(runns $pids) u1=$(cut -d' ' -f1 /proc/uptime)
 		if [ $mode = cat ]; then

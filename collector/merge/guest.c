@@ -225,30 +225,42 @@ static int load_formats(struct merge_guest *g, int dfd)
 	return 0;
 }
 
-/* Finds this session's begin marker anywhere in the spool (stale bytes may precede it). */
+/* Whether the page at off of c's spool is this session's begin marker for c's CPU. */
+static bool is_begin(struct merge_guest *g, struct guest_cpu *c, uint64_t off, uint64_t size)
+{
+	struct vt_marker m;
+
+	return off + g->page_size <= size && pread(c->fd, c->page, g->page_size, (off_t)off) == g->page_size &&
+	       vt_marker_decode(c->page, g->page_size, &m) == 1 && m.kind == VT_MARKER_BEGIN &&
+	       m.session_id == g->session_id && m.cpu == c->cpu;
+}
+
+/* Finds this session's begin marker: the spool's first page, as the daemon writes it, or
+ * anywhere after stale bytes (a reused spool). Only that search reads a byte twice. */
 static int find_begin(struct merge_guest *g, struct guest_cpu *c, uint64_t size)
 {
 	static const uint64_t pat[2] = { VT_MARKER_MAGIC, VT_MARKER_COMMIT };
-	_cleanup_free_ uint8_t *buf = malloc(1u << 20);
+	_cleanup_free_ uint8_t *buf = NULL;
 	uint64_t off = 0;
 
-	if (!buf)
+	if (is_begin(g, c, 0, size)) {
+		g->loss.bytes_read += g->page_size;
+		c->data_off = g->page_size;
+		return 0;
+	}
+	if (!(buf = malloc(1u << 20)))
 		return -ENOMEM;
 	while (off < size) {
 		ssize_t n = pread(c->fd, buf, 1u << 20, (off_t)off);
 		const uint8_t *p = buf;
 
 		g->loss.bytes_read += n > 0 ? (uint64_t)n : 0;
-		struct vt_marker m;
-
 		if (n <= 0)
 			return -ENOENT;
 		while ((p = memmem(p, (size_t)(buf + n - p), pat, sizeof(pat)))) {
 			uint64_t at = off + (uint64_t)(p - buf);
 
-			if (at + g->page_size <= size && pread(c->fd, c->page, g->page_size, (off_t)at) == g->page_size &&
-			    vt_marker_decode(c->page, g->page_size, &m) == 1 && m.kind == VT_MARKER_BEGIN &&
-			    m.session_id == g->session_id && m.cpu == c->cpu) {
+			if (is_begin(g, c, at, size)) {
 				g->loss.stale_bytes += at;
 				c->data_off = at + g->page_size;
 				return 0;
@@ -276,6 +288,21 @@ static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 		return -ENOENT;
 	c->data_end = c->data_off + ((uint64_t)st.st_size - c->data_off) / g->page_size * g->page_size;
 	c->pos = c->data_off;
+	/* --flight-recorder: the daemon freed the oldest blocks (a hole); the first whole page
+	 * after it is the first one kept. ENXIO: nothing but hole up to the end. */
+	if (c->data_end > c->data_off) {
+		off_t at = lseek(c->fd, (off_t)c->data_off, SEEK_DATA);
+		uint64_t data = at < 0 ? (errno == ENXIO ? c->data_end : c->data_off) : (uint64_t)at;
+
+		if (data > c->data_off) {
+			uint64_t skip = MIN((data - c->data_off + g->page_size - 1) / g->page_size * g->page_size,
+					    c->data_end - c->data_off);
+
+			c->pos += skip;
+			c->pages_dropped = skip / g->page_size;
+			g->loss.fr_dropped_pages += c->pages_dropped;
+		}
+	}
 	return 0;
 }
 
@@ -492,8 +519,12 @@ bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c)
 		return true;
 	if (!c->final_lost_done) {
 		c->final_lost_done = true;
-		if (c->have_end && c->pages_sent > c->pages_read + c->pages_bad) {
-			uint64_t missing = c->pages_sent - c->pages_read - c->pages_bad;
+		/* A spool that opened but never reached its end marker (daemon killed, QEMU gone):
+		 * what the guest had not sent yet is missing, by an amount nobody knows. */
+		if (!c->have_end)
+			g->loss.no_end_cpus++;
+		if (c->have_end && c->pages_sent > c->pages_read + c->pages_bad + c->pages_dropped) {
+			uint64_t missing = c->pages_sent - c->pages_read - c->pages_bad - c->pages_dropped;
 			uint64_t per_page = c->pages_read ? MAX(c->events / c->pages_read, 1) : 1;
 
 			g->loss.transport_missing_pages += missing;
@@ -510,65 +541,6 @@ bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c)
 		}
 	}
 	return false;
-}
-
-/* Positions every cpu at its first event. */
-static int merge_guest_rewind(struct merge_guest *g)
-{
-	struct merge_losses keep = g->loss;
-
-	/* the walk counts again; what loading found stays */
-	memset(&g->loss, 0, sizeof(g->loss));
-	g->loss.dropped_formats = keep.dropped_formats;
-	g->loss.dropped_cpus = keep.dropped_cpus;
-	g->loss.stale_bytes = keep.stale_bytes;
-	g->loss.no_end_cpus = keep.no_end_cpus;
-	g->loss.bytes_read = keep.bytes_read;
-	for (uint32_t i = 0; i < g->ncpus; i++) {
-		struct guest_cpu *c = &g->cpus[i];
-
-		c->pos = c->data_off;
-		c->have_end = c->in_page = c->head_valid = c->final_lost_done = false;
-		c->pages_read = c->pages_bad = c->last_raw_ts = c->last_ts = c->pending_lost = c->events = 0;
-		c->end_overrun = c->ring_lost_written = 0;
-	}
-	return 0;
-}
-
-static void scan_event(struct merge_guest *g, const struct ftrace_event *ev)
-{
-	uint16_t id;
-	const struct guest_event *e;
-
-	memcpy(&id, ev->data, 2);
-	e = &g->events[g->by_id[id]];
-	for (int i = 0; i < 2; i++) {
-		int32_t pid;
-
-		if (!e->comm[i])
-			continue;
-		memcpy(&pid, ev->data + e->pid[i]->offset, 4);
-		merge_meta_task_learn(g, pid, (const char *)ev->data + e->comm[i]->offset, 16);
-	}
-}
-
-int merge_guest_scan(struct merge_guest *g)
-{
-	for (uint32_t i = 0; i < g->ncpus; i++) {
-		struct guest_cpu *c = &g->cpus[i];
-
-		while (merge_guest_peek(g, c)) {
-			if (c->head_valid)
-				scan_event(g, &c->head), c->events++;
-			c->head_valid = false;
-			c->pending_lost = 0;
-		}
-		/* A spool that opened but never reached its end marker (daemon killed, QEMU gone):
-		 * what the guest had not sent yet is missing, by an amount nobody knows. */
-		if (c->fd >= 0 && !c->have_end)
-			g->loss.no_end_cpus++;
-	}
-	return merge_guest_rewind(g);
 }
 
 void merge_guest_free(struct merge_guest *g)

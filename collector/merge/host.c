@@ -192,6 +192,13 @@ static int host_read_one(struct merge_host *h, struct host_rec **ret_imm)
 		return r;
 	}
 	h->records++;
+	if (e->type == PERF_REC_THREAD_MAP || e->type == PERF_REC_CPU_MAP) {
+		bool *seen = e->type == PERF_REC_THREAD_MAP ? &h->thread_map : &h->cpu_map;
+
+		if (*seen)
+			return 1;
+		*seen = true;
+	}
 	if (e->type == PERF_REC_FINISHED_ROUND) {
 		uint64_t limit = h->max_ts_prev_round;
 

@@ -31,6 +31,8 @@ static int host_path(const struct merge_options *o, const struct merge_guest *g,
 		snprintf(buf, len, "%s", o->host_data);
 		return 1;
 	}
+	if (o->snapshot)
+		return 0; /* the session's host.data is being recorded: only a dump (host_data) */
 	if (g->host_data[0]) {
 		if (g->host_data[0] == '/')
 			snprintf(buf, len, "%s", g->host_data);
@@ -312,6 +314,7 @@ static void summary(const struct merge_ctx *m, const char *out)
 		{ "event formats dropped", l->dropped_formats },
 		{ "vCPU spools without this session's begin marker", l->dropped_cpus },
 		{ "stale bytes skipped before begin markers", l->stale_bytes },
+		{ "oldest pages dropped by the flight recorder (--flight-recorder: the newest kept)", l->fr_dropped_pages },
 		{ "host records out of order", m->host.out_of_order },
 		{ "host events lost by perf record (buffer overflow; give perf a bigger -m after '--' on start)", m->host.lost },
 		{ "guest times outside the session window, clamped", l->outside_window },
@@ -353,7 +356,7 @@ static void summary(const struct merge_ctx *m, const char *out)
 	if (stat(out, &st) == 0)
 		printf("  output: %s (%lld bytes%s)\n", out, (long long)st.st_size, m->zstd ? ", zstd" : "");
 	if (m->guest.present)
-		printf("  input read: %" PRIu64 " bytes of guest spools (scan pass + write pass)\n", m->guest.loss.bytes_read);
+		printf("  input read: %" PRIu64 " bytes of guest spools (one pass)\n", m->guest.loss.bytes_read);
 }
 
 /* merge.ini in the session dir: what this merge did about the clock and the vCPUs (best effort:
@@ -405,8 +408,6 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		return r;
 	}
 	if ((r = merge_vcpu_init(&m->vcpu, &m->guest, &m->host, m->host.present ? &m->td : NULL, path)) < 0)
-		return r;
-	if (m->guest.present && (r = merge_guest_scan(&m->guest)) < 0)
 		return r;
 	if (m->guest.present && (m->guest.gsym_events || m->guest.perf_events[0]))
 		merge_gsym_load(&m->guest, o->session_dir); /* read once: %ps names, guest kernel maps */
@@ -478,7 +479,14 @@ int merge_run(const struct merge_options *o)
 			  o->output, strerror(-r));
 		goto out;
 	}
+	if (o->snapshot) { /* cut while tracing: no end markers yet, by design */
+		m->guest.loss.no_end_cpus = 0;
+		m->gp.no_end_cpus = 0;
+	}
 	summary(m, data);
+	if (o->snapshot)
+		printf("  snapshot: each stream as far as its spool held when the snapshot was taken; the "
+		       "session goes on\n");
 	merge_gbin_summary(o->session_dir);
 	if (m->out_dir)
 		printf("  output: a perf.data directory: %s/data and %s/kcore_dir__%" PRIu64 "/kallsyms (the guest's "

@@ -33,6 +33,8 @@ struct merge_options {
 	const char *host_data; /* NULL: from session.ini */
 	const char *output;
 	int zstd_level;        /* 0 = uncompressed */
+	bool snapshot;         /* a snapshot dir: spools cut while tracing (no end markers), the
+				* host only from host_data */
 };
 
 /* What was dropped or lost, by kind (the summary prints each non-zero one). */
@@ -43,6 +45,7 @@ struct merge_losses {
 	uint64_t ring_lost_unstored; /* overrun the pages did not count (end marker's figure) */
 	uint64_t bytes_read;         /* spool bytes read, every pass (not a loss: the cost) */
 	uint64_t dropped_formats, dropped_cpus, stale_bytes;
+	uint64_t fr_dropped_pages;   /* --flight-recorder: the oldest pages, freed by the daemon */
 	uint64_t outside_window; /* converted times clamped into the session window */
 	uint64_t no_end_cpus;    /* spools without their end marker: shortfall unknown */
 };
@@ -82,6 +85,7 @@ struct guest_cpu {
 	uint64_t pos;
 	bool have_end;
 	uint64_t pages_sent, pages_read, pages_bad;
+	uint64_t pages_dropped; /* the flight recorder's hole before the first page kept */
 	uint64_t end_overrun;       /* the ring's overrun in the end marker */
 	uint64_t ring_lost_written; /* ring losses reported so far (LOST_SAMPLES) */
 	uint8_t *page;
@@ -145,7 +149,6 @@ int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t w
 /* Assigns new tracepoint ids not in used[] (bitmap of 65536) and rewrites the format texts. */
 int merge_guest_remap(struct merge_guest *g, const uint8_t *used);
 /* Walks all pages once: validates, learns task names, counts events. */
-int merge_guest_scan(struct merge_guest *g);
 /* Fills cpu->head (or pending loss); false when the cpu is exhausted. */
 bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c);
 void merge_guest_free(struct merge_guest *g);
@@ -184,7 +187,9 @@ size_t merge_gsym_record(const struct merge_guest *g, const struct guest_event *
 void merge_meta_tasks(struct merge_guest *g, int dfd);
 /* Records a task name (first name seen wins; bounded; cleaned to printable). */
 void merge_meta_task_learn(struct merge_guest *g, int32_t pid, const char *comm, size_t len);
-const struct guest_task *merge_meta_task_rename(struct merge_guest *g, int32_t pid, const char *comm, size_t len);
+/* A task named or renamed by an event (meta.c says when); NULL when nothing changed. */
+const struct guest_task *merge_meta_task_see(struct merge_guest *g, int32_t pid, const char *comm, size_t len,
+					     bool *ret_new);
 /* The thread group of a guest task (pid itself when unknown). */
 int32_t merge_meta_tgid(const struct merge_guest *g, int32_t pid);
 void merge_meta_notes(struct merge_guest *g, int dfd);
@@ -258,6 +263,8 @@ struct merge_host {
 	bool eof;
 	uint64_t samples, records, out_of_order;
 	uint64_t lost, lost_records; /* PERF_RECORD_LOST of host perf record: its buffer overflowed */
+	bool thread_map, cpu_map;    /* seen: perf 6.1's --switch-output files repeat them, and perf
+				      * then warns "Extra thread map event": the repeats are dropped */
 	uint64_t *samples_by_attr;
 	char err[256];
 };

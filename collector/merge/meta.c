@@ -61,25 +61,35 @@ void merge_meta_task_learn(struct merge_guest *g, int32_t pid, const char *comm,
 	t->comm[n] = '\0';
 }
 
-/* A known task whose name in an event differs from the table (exec, prctl): the table takes
- * the new name and the task is returned, so the caller can emit a COMM. pid 0 (the per-CPU
- * idle tasks, swapper/N) is never renamed. */
-const struct guest_task *merge_meta_task_rename(struct merge_guest *g, int32_t pid, const char *comm, size_t len)
+/* A task named by an event (sched_switch's prev/next, a fork's parent and child): returned when
+ * the table did not have its name yet, or had another one (exec, prctl), so the caller emits a
+ * COMM at the event's time and perf shows the name from then on; NULL when nothing changed or
+ * the table is full. One pass over the events learns names as it goes: a task is switched in
+ * (and named) before it runs on a CPU, and saved_cmdlines names those already running. pid 0
+ * (the per-CPU idle tasks, swapper/N) is named once, never renamed. *ret_new: first name. */
+const struct guest_task *merge_meta_task_see(struct merge_guest *g, int32_t pid, const char *comm, size_t len,
+					     bool *ret_new)
 {
 	struct guest_task *t;
 	char name[sizeof(t->comm)];
 	size_t n = 0;
 
-	if (pid <= 0 || !g->tasks)
-		return NULL;
-	t = task_slot(g, pid);
-	if (!t->used || !t->comm[0])
+	*ret_new = false;
+	if (pid < 0 || !g->tasks)
 		return NULL;
 	for (; n < len && n < sizeof(name) - 1 && comm[n]; n++)
 		name[n] = (comm[n] >= 0x20 && comm[n] < 0x7f) ? comm[n] : '?';
 	name[n] = '\0';
-	if (!n || !strcmp(name, t->comm))
+	if (!n)
 		return NULL;
+	t = task_slot(g, pid);
+	if (!t->used || !t->comm[0]) {
+		if (!(t = task_get(g, pid)))
+			return NULL;
+		*ret_new = true;
+	} else if (pid == 0 || !strcmp(name, t->comm)) {
+		return NULL;
+	}
 	memcpy(t->comm, name, n + 1);
 	return t;
 }

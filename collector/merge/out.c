@@ -201,8 +201,8 @@ static int out_lost(struct merge_ctx *m, struct guest_cpu *c)
 	return perf_writer_record(m->w, p);
 }
 
-/* A task renamed since the first COMMs (exec): a COMM at the event's time, so perf shows the
- * new name from then on. */
+/* A task named by this event for the first time, or renamed since (exec): a COMM at the
+ * event's time, so perf shows the name from then on (the merge reads each event once). */
 static int out_renames(struct merge_ctx *m, const struct guest_cpu *c, const struct guest_event *e)
 {
 	const struct ftrace_event *ev = &c->head;
@@ -210,14 +210,15 @@ static int out_renames(struct merge_ctx *m, const struct guest_cpu *c, const str
 
 	for (int i = 0; i < 2 && r >= 0; i++) {
 		const struct guest_task *t;
+		bool first;
 		int32_t pid;
 
 		if (!e->comm[i])
 			continue;
 		memcpy(&pid, ev->data + e->pid[i]->offset, 4);
-		t = merge_meta_task_rename(&m->guest, pid, (const char *)ev->data + e->comm[i]->offset, 16);
+		t = merge_meta_task_see(&m->guest, pid, (const char *)ev->data + e->comm[i]->offset, 16, &first);
 		if (t)
-			r = out_comm(m, t, c->head_ts, PERF_RECORD_MISC_COMM_EXEC);
+			r = out_comm(m, t, c->head_ts, first ? 0 : PERF_RECORD_MISC_COMM_EXEC);
 	}
 	return r;
 }

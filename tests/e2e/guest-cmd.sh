@@ -9,6 +9,7 @@
 #   spin MS [f]    a task "vt-spin" per CPU spins MS ms between "vt-e2e spin begin/end cpu C"
 #                  markers (f: at SCHED_FIFO, starving the agent on that CPU)
 #   bgflood        a workload writing markers as fast as it can in the background, until poweroff
+#   bgstop         ends that workload
 #   restart-agent  kills the running trace-agent and starts a new one (no arguments)
 #   end            leaves (init then stops the agent and powers off)
 say() { echo "vt-e2e: $*"; }
@@ -38,6 +39,9 @@ while read -t 120 cmd arg; do
 	bgflood)
 		/bin/workload -n 2000000000 -b 100000 -t bg -s 0 >/dev/null 2>&1 &
 		say "bgflood started" ;;
+	bgstop)
+		killall workload
+		say "bgflood stopped" ;;
 	restart-agent)
 		killall trace-agent
 		i=0

@@ -175,6 +175,17 @@ flush_kmem() {
 	pages=$(sed -n 's/^pages: \([0-9]*\) in total/\1/p' <<<"$sum")
 	check "the 1 s flush does not feed on its own kmem events: ${pages:-?} pages in 3 s (< 1000)" \
 		test "${pages:-100000}" -lt 1000
+	# The agent's own threads are left out of the events (set_event_notrace_pid), unless asked.
+	agent_kmem() { "$PERF" script -i "$1" -F comm,event 2>/dev/null | grep trace-agent | grep -c guest_kmem; }
+	check "no kmem event of the agent's own threads: $(agent_kmem "$T/kmem.data") (0)" \
+		test "$(agent_kmem "$T/kmem.data")" -eq 0
+	sess=$(e2e_start -e 'kmem:kmalloc,kmem:kfree,sched:sched_switch' --no-host --agent-events)
+	check_out "start --agent-events" "^$VM/sessions/" echo "$sess"
+	sleep 2
+	sum=$(e2e_stop -o "$T/kmem-self.data" 2>&1)
+	check "stop exits 0" test $? -eq 0
+	check "--agent-events: the agent's own kmem events are traced: $(agent_kmem "$T/kmem-self.data") (> 0)" \
+		test "$(agent_kmem "$T/kmem-self.data")" -gt 0
 }
 
 # Guest perf on the same guest: its events go on x86-tsc, its samples carry the coarse mono

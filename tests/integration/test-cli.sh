@@ -8,10 +8,14 @@ check_out "agent --help lists default events" 'sched, irq, timer' "$TRACE_AGENT"
 check "agent rejects unknown option" bash -c "! '$TRACE_AGENT' --bogus 2>/dev/null"
 check_out "agent bad --instance named" "instance name '../x'" "$TRACE_AGENT" --instance ../x
 check_out "collector --version" '^trace-collector [0-9]+\.[0-9]+' "$TRACE_COLLECTOR" --version
-for c in setup start status stop merge; do
+for c in setup start status snapshot stop merge; do
 	check_out "collector --help lists $c" "^  $c " "$TRACE_COLLECTOR" --help
 	check_out "collector $c --help" "^Usage: trace-collector $c" "$TRACE_COLLECTOR" "$c" --help
 done
+check_out "start --flight-recorder with --guest-perf: refused, saying why" 'guest perf streams are not bounded yet' \
+	"$TRACE_COLLECTOR" start --name vm1 --flight-recorder 64M --guest-perf
+check_out "snapshot without a session: says so" 'no session|not running|no daemon' \
+	"$TRACE_COLLECTOR" snapshot --name nosuchvm --run-dir /tmp
 check_out "collector unknown command" "unknown command 'frob'" "$TRACE_COLLECTOR" frob
 check "collector unknown command fails" bash -c "! '$TRACE_COLLECTOR' frob 2>/dev/null"
 check "collector without command fails" bash -c "! '$TRACE_COLLECTOR' 2>/dev/null"
@@ -35,6 +39,7 @@ done <<EOF2
 --host-events|x y|sys:event
 --host-data|/nonexistent/perf.data|existing perf.data
 --max-size|2Q|K, M, G or T
+--flight-recorder|1M|at least 4M
 --qemu-pid|0|1\.\.4194304
 --timeout|3601|1\.\.3600
 --probe-interval|0.01|0\.05\.\.3600

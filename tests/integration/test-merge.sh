@@ -98,6 +98,9 @@ check "C: time-sorted" sorted "$W/c.data"
 D=$W/d
 check "D: capture" capture "$D" 11 0 -1
 check_out "D: guest-only merge" 'none \(guest only\)' "$TRACE_COLLECTOR" merge "$D" -o "$W/d.data"
+spooled=$(cat "$D"/cpu*.spool | wc -c)
+read_bytes=$("$TRACE_COLLECTOR" merge "$D" -o "$W/d.data" 2>/dev/null | sed -n 's/.*input read: \([0-9]*\) bytes.*/\1/p')
+check "D: the merge reads every spool byte once (read $read_bytes of $spooled)" test "${read_bytes:-0}" -eq "$spooled"
 check_out "D: unaligned clock stated" 'UNALIGNED' "$TRACE_COLLECTOR" merge "$D" -o "$W/d.data"
 check_out "D: ... as an error naming the file" 'error: guest clock UNALIGNED \(.*\): .*/d.data has the guest' "$TRACE_COLLECTOR" merge "$D" -o "$W/d.data"
 check "D: merge exits 3 (written, unaligned)" bash -c '"$1" merge "$2" -o "$3" >/dev/null 2>&1; test $? -eq 3' _ "$TRACE_COLLECTOR" "$D" "$W/d.data"

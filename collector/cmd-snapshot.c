@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* trace-collector snapshot: a perf.data of what the session holds now, tracing going on. The
+ * daemon prepares SESSION/snapshot-N (daemon-snapshot.c); this process moves the host perf
+ * dump in (--flight-recorder), merges the dir like stop does, and removes it. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "log.h"
+#include "merge.h"
+#include "util.h"
+
+#define DUMP_WAIT_MS 15000
+
+int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
+int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
+		 const char **run_dir, const char **out, bool *compress);
+
+static int snapshot_run(int argc, char **argv);
+const struct cmd_entry cmd_snapshot = {
+	.name = "snapshot", .summary = "write a perf.data of what a running session holds now",
+	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z]\n"
+		 "Merges what the session has spooled so far (with --flight-recorder: the newest\n"
+		 "window, and the host perf's ring) into OUT (default ./VM.snapshot-N.data; -z: zstd)\n"
+		 "while tracing goes on. Without --flight-recorder the host recording is written at\n"
+		 "stop only, so a snapshot holds the guest's events.\n",
+	.run = snapshot_run,
+};
+
+static void reply_word(const char *reply, const char *key, char *buf, size_t size)
+{
+	const char *p = reply ? strstr(reply, key) : NULL;
+
+	buf[0] = '\0';
+	if (p && (p == reply || p[-1] == '\n'))
+		snprintf(buf, size, "%.*s", (int)strcspn(p + strlen(key), "\n"), p + strlen(key));
+}
+
+/* perf renames each dump into place once it is whole: wait for it, then move it into dir. */
+static int snapshot_host_dump(const char *dir, char *host, size_t size)
+{
+	char session[PATH_MAX], dump[PATH_MAX + 300];
+	int r = -ENOENT;
+
+	snprintf(session, sizeof(session), "%.*s", (int)(strrchr(dir, '/') ? strrchr(dir, '/') - dir : 0), dir);
+	snprintf(host, size, "%s/host.data", dir);
+	for (int ms = 0; ms < DUMP_WAIT_MS && (r = hostperf_newest_dump(session, dump, sizeof(dump))) == -ENOENT; ms += 50)
+		nanosleep(&(struct timespec){ .tv_nsec = 50000000 }, NULL);
+	if (r == 0 && rename(dump, host) < 0)
+		r = -errno;
+	return r;
+}
+
+/* The snapshot dir holds links and small files only, no subdirectories. */
+static int snapshot_remove(const char *dir)
+{
+	DIR *d = opendir(dir);
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	for (struct dirent *de; (de = readdir(d));)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && unlinkat(dirfd(d), de->d_name, 0) < 0)
+			r = -errno;
+	closedir(d);
+	return r == 0 && rmdir(dir) < 0 ? -errno : r;
+}
+
+static int snapshot_run(int argc, char **argv)
+{
+	const char *name = NULL, *run_dir = COLLECTOR_RUN_DIR, *out = NULL;
+	_cleanup_free_ char *reply = NULL;
+	char sock[PATH_MAX], dir[PATH_MAX], host[PATH_MAX + 16], hostwhy[256], path[PATH_MAX + 64];
+	struct merge_options mo = { 0 };
+	bool compress = false;
+	size_t len = 0;
+	FILE *f;
+	int r = status_parse(argc, argv, &cmd_snapshot, &name, &run_dir, &out, &compress);
+
+	if (r)
+		return r > 0 ? 0 : 2;
+	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0)
+		return 1;
+	if (!(f = open_memstream(&reply, &len)))
+		return 1;
+	r = ctlsock_request(sock, "snapshot", f, NULL, 0);
+	fclose(f);
+	if (r == -ENOENT || r == -ECONNREFUSED) {
+		log_error("no session of %s is running (nothing answers at %s): a snapshot is taken of a "
+			  "running session; start one with 'trace-collector start'", name ? name : "this VM", sock);
+		return 1;
+	}
+	if (r < 0) {
+		log_error("the daemon at %s did not answer the snapshot request: %s", sock, strerror(-r));
+		return 1;
+	}
+	reply_word(reply, "snapshot: ", dir, sizeof(dir));
+	reply_word(reply, "host: ", hostwhy, sizeof(hostwhy));
+	if (!dir[0]) {
+		log_error("%s", reply && !strncmp(reply, "error: ", 7) ? reply + 7 : "the daemon's reply names no snapshot dir");
+		return 1;
+	}
+	mo = (struct merge_options){ .session_dir = dir, .zstd_level = compress ? 3 : 0, .snapshot = true };
+	if (!strcmp(hostwhy, "dump")) {
+		r = snapshot_host_dump(dir, host, sizeof(host));
+		if (r < 0)
+			log_warn("host perf wrote no dump within %d s (%s): the snapshot holds the guest only",
+				 DUMP_WAIT_MS / 1000, strerror(-r));
+		else
+			mo.host_data = host;
+	} else {
+		printf("host: %s\n", hostwhy);
+	}
+	if (out)
+		snprintf(path, sizeof(path), "%s", out);
+	else
+		snprintf(path, sizeof(path), "%s.%s.data", name ? name : "vm", strrchr(dir, '/') + 1);
+	mo.output = path;
+	fflush(stdout);
+	r = merge_run(&mo);
+	if (r < 0) {
+		log_error("snapshot merge failed: %s; the snapshot's files stay in %s (merge them with "
+			  "'trace-collector merge %s -o FILE')", strerror(-r), dir, dir);
+		return 1;
+	}
+	printf("snapshot: %s (tracing goes on)\n", path);
+	if (snapshot_remove(dir) < 0)
+		log_warn("cannot remove %s: %m", dir);
+	return r > 0 ? 3 : 0;
+}

@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# e2e: the flight recorder and snapshots on the real guest (tests/e2e/lib.sh). A session with
+# --flight-recorder 4M: numbered markers, then a flood of markers until the daemon has dropped
+# 16 MiB; the spools' disk use stays within the bound all along; a snapshot during the flood is
+# a valid perf.data with guest and host events while tracing goes on; after the flood, 50 newest
+# markers; stop: the oldest markers are gone, the newest all there, the drop counted as such
+# (not as transport loss), perf reads it without a warning.
+. "$(dirname "$0")/lib.sh"
+
+e2e_init flight
+out=$T/out.data
+snap=$T/snap.data
+FR=$((4 << 20))
+
+# Disk use (allocated blocks) of the session's spools, in bytes.
+spool_du() { du -B1 -c "$1"/cpu*.spool | tail -n 1 | cut -f1; }
+dropped_mib() { sed -n 's/^flight recorder: .* kept, \([0-9.]*\) MiB dropped so far/\1/p' <<<"$1"; }
+
+check "boot: guest ready, agent waiting" e2e_boot
+sess=$(e2e_start -e 'sched:sched_switch' --buffer-kb 2048 --flight-recorder 4M)
+check_out "start --flight-recorder 4M" "^$VM/sessions/" echo "$sess"
+check_out "host perf records into its overwritable ring" '--overwrite --switch-output -m 4096K' \
+	tr '\0' ' ' <"/proc/$(pgrep -f "perf record .*$sess/host.data" | head -n 1)/cmdline"
+check "guest: 400 numbered markers (the oldest data)" e2e_run 400
+e2e_say bgflood
+check "flood started" e2e_wait '^vt-e2e: bgflood started' 30
+max=0 got=0 st=
+for i in $(seq 1 240); do
+	st=$(e2e_status)
+	du=$(spool_du "$sess")
+	[ "$du" -gt "$max" ] && max=$du
+	got=$(dropped_mib "$st")
+	[ "${got%.*}" -ge 16 ] 2>/dev/null && break
+	sleep 0.5
+done
+echo "$st"
+check "the flight recorder dropped ${got:-0} MiB of the oldest data (>= 16)" test "${got%.*}" -ge 16
+# Per CPU: the window, one 512 KiB block in memory's way to the disk, the partial tail, the begin page.
+bound=$((2 * (FR + (1 << 20) + 4096)))
+check "spools on disk stayed within the bound while flooding: max $max bytes (<= $bound)" test "$max" -le "$bound"
+snapsum=$(tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$snap" 2>&1)
+check "snapshot exits 0 while the guest floods" test $? -eq 0
+echo "$snapsum"
+check_out "snapshot: says tracing goes on" '^snapshot: .* \(tracing goes on\)' echo "$snapsum"
+check_out "snapshot: counts the flight recorder's drop" 'oldest pages dropped by the flight recorder .*: [1-9]' echo "$snapsum"
+check "snapshot: no spool without an end marker counted as a loss" bash -c '! grep -q "without an end marker" <<<"$1"' _ "$snapsum"
+check "snapshot: perf script/report without a warning" e2e_no_warnings "$snap" "$snapsum"
+check "snapshot: host and guest events interleaved (host perf's ring dump)" e2e_interleaved "$snap"
+check "snapshot: guest flood markers" test "$("$PERF" script -i "$snap" -F trace 2>/dev/null | grep -c 'vt-e2e bg ')" -gt 100
+check_out "the session still traces after the snapshot" '^state: tracing' e2e_status
+check "snapshot dir removed" bash -c '! ls -d "$1"/snapshot-* 2>/dev/null' _ "$sess"
+e2e_say bgstop
+check "flood stopped" e2e_wait '^vt-e2e: bgflood stopped' 30
+e2e_say "slow 50 2000"
+check "guest: 50 newest markers" e2e_wait '^vt-e2e: slow done 50 status 0' 60
+sum=$(e2e_stop -o "$out" 2>&1)
+check "stop exits 0" test $? -eq 0
+echo "$sum"
+check "guest powers off cleanly" e2e_end
+check_out "stop summary: per CPU, the oldest MiB dropped" '^cpu[01]: .*flight recorder: the oldest [0-9.]+ MiB dropped' echo "$sum"
+check_out "merge summary: the drop counted as the flight recorder's" 'oldest pages dropped by the flight recorder .*: [1-9]' echo "$sum"
+check "merge summary: no page counted missing in transport" bash -c '! grep -q "pages missing in transport" <<<"$1"' _ "$sum"
+check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
+newest=$("$PERF" script -i "$out" -F trace 2>/dev/null | grep -c 'vt-e2e slow ')
+oldest=$("$PERF" script -i "$out" -F trace 2>/dev/null | grep -c 'vt-e2e line ')
+check "the 50 newest markers all kept: $newest" test "$newest" -eq 50
+check "the oldest markers dropped: $oldest of 400 kept (< 400)" test "$oldest" -lt 400
+check "host events in the final file (perf's last ring dump)" e2e_interleaved "$out"
+finish
