@@ -17,6 +17,7 @@
 #define DUMP_WAIT_MS 15000
 
 int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
+int status_request(const char *sock, const char *request, char **ret_reply);
 int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
 		 const char **run_dir, const char **out, bool *compress);
 
@@ -48,7 +49,7 @@ static int snapshot_host_dump(const char *dir, char *host, size_t size)
 
 	snprintf(session, sizeof(session), "%.*s", (int)(strrchr(dir, '/') ? strrchr(dir, '/') - dir : 0), dir);
 	snprintf(host, size, "%s/host.data", dir);
-	for (int ms = 0; ms < DUMP_WAIT_MS && (r = hostperf_newest_dump(session, dump, sizeof(dump))) == -ENOENT; ms += 50)
+	for (int ms = 0; ms < DUMP_WAIT_MS && (r = merge_newest_host_dump(session, dump, sizeof(dump))) == -ENOENT; ms += 50)
 		nanosleep(&(struct timespec){ .tv_nsec = 50000000 }, NULL);
 	if (r == 0 && rename(dump, host) < 0)
 		r = -errno;
@@ -77,18 +78,13 @@ static int snapshot_run(int argc, char **argv)
 	char sock[PATH_MAX], dir[PATH_MAX], host[PATH_MAX + 16], hostwhy[256], path[PATH_MAX + 64];
 	struct merge_options mo = { 0 };
 	bool compress = false;
-	size_t len = 0;
-	FILE *f;
 	int r = status_parse(argc, argv, &cmd_snapshot, &name, &run_dir, &out, &compress);
 
 	if (r)
 		return r > 0 ? 0 : 2;
 	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0)
 		return 1;
-	if (!(f = open_memstream(&reply, &len)))
-		return 1;
-	r = ctlsock_request(sock, "snapshot", f, NULL, 0);
-	fclose(f);
+	r = status_request(sock, "snapshot", &reply);
 	if (r == -ENOENT || r == -ECONNREFUSED) {
 		log_error("no session of %s is running (nothing answers at %s): a snapshot is taken of a "
 			  "running session; start one with 'trace-collector start'", name ? name : "this VM", sock);

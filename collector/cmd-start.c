@@ -37,7 +37,7 @@
 	"  --max-size SIZE  stop when the spools reach SIZE (e.g. 2G)\n"                              \
 	"  --flight-recorder SIZE  keep only the newest SIZE (at least 4M) of each guest CPU's\n"  \
 	"                   stream on disk, the oldest whole pages dropped and counted; host perf\n" \
-	"                   records into its overwritable ring (--overwrite) and writes it at stop\n" \
+	"                   records into its overwritable ring (perf's overwrite mode), written at stop\n" \
 	"                   and for each 'snapshot' (not with --guest-perf)\n"                       \
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"            \
 	"  --clock M        kvm: guest x86-tsc + KVM TSC offsets (exact); ptp: guest mono + probes;\n" \

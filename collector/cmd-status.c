@@ -54,6 +54,23 @@ const struct cmd_entry cmd_status = {
 	.run = status_run,
 };
 
+/* Shared by snapshot and stop: one request to the daemon at sock, its reply in *ret_reply
+ * (free it; NULL when nothing came). */
+int status_request(const char *sock, const char *request, char **ret_reply);
+int status_request(const char *sock, const char *request, char **ret_reply)
+{
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	*ret_reply = NULL;
+	if (!(f = open_memstream(ret_reply, &len)))
+		return -ENOMEM;
+	r = ctlsock_request(sock, request, f, NULL, 0);
+	fclose(f);
+	return r;
+}
+
 /* Shared by status and stop: --name/--run-dir to a socket path, with a clear error. */
 int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
 int status_socket(const char *run_dir, const char *name, char *buf, size_t size)

@@ -12,6 +12,7 @@
 #include "util.h"
 
 int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
+int status_request(const char *sock, const char *request, char **ret_reply);
 int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
 		 const char **run_dir, const char **out, bool *compress);
 
@@ -114,8 +115,6 @@ static int stop_run(int argc, char **argv)
 	_cleanup_free_ char *reply = NULL;
 	char sock[PATH_MAX], dir[PATH_MAX] = "", path[PATH_MAX], *p;
 	bool compress = false;
-	size_t len = 0;
-	FILE *f;
 	int r = status_parse(argc, argv, &cmd_stop, &name, &run_dir, &out, &compress);
 
 	if (r)
@@ -124,11 +123,7 @@ static int stop_run(int argc, char **argv)
 		stop_last_session(run_dir, name);
 		return 1;
 	}
-	f = open_memstream(&reply, &len);
-	if (!f)
-		return 1;
-	r = ctlsock_request(sock, "stop", f, NULL, 0);
-	fclose(f);
+	r = status_request(sock, "stop", &reply);
 	if (r >= 0)
 		stop_clock_first(reply);
 	fputs(reply ? reply : "", stdout);

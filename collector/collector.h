@@ -263,7 +263,6 @@ const char *hostperf_state(const struct hostperf *h, char *buf, size_t size);
 int hostperf_exit_status(const struct hostperf *h);
 /* --flight-recorder (perf --overwrite --switch-output): SIGUSR2, perf writes DATA.<timestamp>. */
 int hostperf_dump(struct hostperf *h);
-int hostperf_newest_dump(const char *dir, char *buf, size_t len);
 int hostperf_settle(struct hostperf *h, const char *dir); /* the last dump becomes DATA */
 
 /* ctlsock.c: the daemon's control socket RUN/VM.sock (line protocol). */

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Host `perf record` over the session window: SESSION/host.data, stopped with SIGINT. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +12,7 @@
 
 #include "collector.h"
 #include "log.h"
+#include "merge.h"
 #include "util.h"
 
 #define TRACEFS "/sys/kernel/tracing"
@@ -183,30 +183,11 @@ int hostperf_dump(struct hostperf *h)
 	return kill(h->pid, SIGUSR2) < 0 ? -errno : 0;
 }
 
-/* The newest DATA.<timestamp> perf wrote in dir (--switch-output names sort by time), or
- * -ENOENT. */
-int hostperf_newest_dump(const char *dir, char *buf, size_t len)
-{
-	DIR *d = opendir(dir);
-	char best[256] = "";
-
-	if (!d)
-		return -errno;
-	for (struct dirent *de; (de = readdir(d));)
-		if (!strncmp(de->d_name, "host.data.", 10) && strlen(de->d_name) < sizeof(best) &&
-		    strspn(de->d_name + 10, "0123456789") == strlen(de->d_name + 10) && strcmp(de->d_name, best) > 0)
-			snprintf(best, sizeof(best), "%s", de->d_name);
-	closedir(d);
-	if (!best[0])
-		return -ENOENT;
-	return snprintf(buf, len, "%s/%s", dir, best) < (int)len ? 0 : -ENAMETOOLONG;
-}
-
 /* At stop with --flight-recorder: perf's last dump becomes DATA (the merge's host.data). */
 int hostperf_settle(struct hostperf *h, const char *dir)
 {
 	char dump[PATH_MAX + 300];
-	int r = hostperf_newest_dump(dir, dump, sizeof(dump));
+	int r = merge_newest_host_dump(dir, dump, sizeof(dump));
 
 	if (r == 0 && rename(dump, h->data) < 0)
 		r = -errno;

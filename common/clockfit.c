@@ -222,17 +222,20 @@ static void fit_segments(struct clock_fit *fit, struct clock_sample *kept, size_
 }
 
 /* A guest clock that does not count nanoseconds (x86-tsc counts cycles): ns per guest unit,
- * from the fastest probes of the first and the last quarter of the samples (sorted by guest
- * time); 1 when the clock runs within SCALE_NS_TOL of the host's, or the span says nothing. */
+ * from the fastest probes of the first and the last quarter of the samples' guest time span
+ * (sorted by guest time; by time, not by count: a session so far is a burst of 32 and a few
+ * periodic probes, and the last quarter by count would be the burst again); 1 when the clock
+ * runs within SCALE_NS_TOL of the host's, or the span says nothing. */
 static double guest_scale(const struct clock_sample *all, size_t n)
 {
-	size_t q = n / 4 ? n / 4 : 1, a = 0, b = n - 1;
+	uint64_t quarter = (all[n - 1].guest - all[0].guest) / 4;
+	size_t a = 0, b = n - 1;
 	double mid_a, mid_b, ratio;
 
-	for (size_t i = 1; i < q; i++)
+	for (size_t i = 1; i < n && all[i].guest <= all[0].guest + quarter; i++)
 		if (rtt(&all[i]) < rtt(&all[a]))
 			a = i;
-	for (size_t i = n - q; i < n - 1; i++)
+	for (size_t i = n - 1; i-- > 0 && all[i].guest >= all[n - 1].guest - quarter;)
 		if (rtt(&all[i]) < rtt(&all[b]))
 			b = i;
 	mid_a = (double)all[a].host_send + (double)rtt(&all[a]) / 2;

@@ -18,6 +18,25 @@
 
 #define KALLSYMS_MAX (64u << 20)
 
+/* The newest host.data.<timestamp> perf record --switch-output wrote in dir (its names sort
+ * by time), or -ENOENT. */
+int merge_newest_host_dump(const char *dir, char *buf, size_t len)
+{
+	DIR *d = opendir(dir);
+	char best[256] = "";
+
+	if (!d)
+		return -errno;
+	for (struct dirent *de; (de = readdir(d));)
+		if (!strncmp(de->d_name, "host.data.", 10) && strlen(de->d_name) < sizeof(best) &&
+		    strspn(de->d_name + 10, "0123456789") == strlen(de->d_name + 10) && strcmp(de->d_name, best) > 0)
+			snprintf(best, sizeof(best), "%s", de->d_name);
+	closedir(d);
+	if (!best[0])
+		return -ENOENT;
+	return snprintf(buf, len, "%s/%s", dir, best) < (int)len ? 0 : -ENAMETOOLONG;
+}
+
 static void unlink_in(const char *dir, const char *name)
 {
 	char p[PATH_MAX];

@@ -33,18 +33,20 @@ static int host_path(const struct merge_options *o, const struct merge_guest *g,
 	}
 	if (o->snapshot)
 		return 0; /* the session's host.data is being recorded: only a dump (host_data) */
-	if (g->host_data[0]) {
-		if (g->host_data[0] == '/')
-			snprintf(buf, len, "%s", g->host_data);
-		else if (snprintf(buf, len, "%s/%s", o->session_dir, g->host_data) >= (int)len)
-			return 0;
+	if (g->host_data[0] == '/') {
+		snprintf(buf, len, "%s", g->host_data);
 		return 1;
 	}
-	if (snprintf(def, sizeof(def), "%s/host.data", o->session_dir) < (int)sizeof(def) && stat(def, &st) == 0) {
-		snprintf(buf, len, "%s", def);
+	if (snprintf(def, sizeof(def), "%s/%s", o->session_dir, g->host_data[0] ? g->host_data : "host.data") >=
+	    (int)sizeof(def))
+		return 0;
+	/* --flight-recorder, the daemon killed before it renamed perf's last ring dump */
+	if (stat(def, &st) < 0 && merge_newest_host_dump(o->session_dir, buf, len) == 0) {
+		log_info("%s: no %s: merging host perf's last ring dump %s", o->session_dir, def, buf);
 		return 1;
 	}
-	return 0;
+	snprintf(buf, len, "%s", def);
+	return g->host_data[0] || stat(def, &st) == 0; /* named in session.ini: an error if missing */
 }
 
 /* Emits one record; counts timed ones and writes FINISHED_ROUND markers between them. */

@@ -325,4 +325,6 @@ void merge_gperf_free(struct merge_gperf *gp);
 
 /* Runs a whole merge and prints its summary; 0 or -errno (already logged). */
 /* 0, 1 when the output is written but the guest clock could not be aligned, or -errno. */
+/* --flight-recorder: the newest host.data.<timestamp> dump in dir, or -ENOENT (merge/dir.c). */
+int merge_newest_host_dump(const char *dir, char *buf, size_t len);
 int merge_run(const struct merge_options *o);

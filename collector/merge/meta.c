@@ -299,6 +299,15 @@ void merge_meta_clock(struct merge_guest *g, int dfd)
 		snprintf(g->clock_why, sizeof(g->clock_why), "clock.ini has no segments (method %s)", g->clock.method);
 	else
 		g->clock_aligned = true;
+	/* A cycle counter fitted as if it counted ns: the probes spanned too short a time (one
+	 * burst: the daemon died before a periodic probe) to measure its rate. The bound would
+	 * hold only inside the burst; every later event would be off by a third of its age. */
+	if (g->clock_aligned && !strcmp(g->clock.method, "ptp") && !strcmp(g->guest_clock, "x86-tsc") &&
+	    g->clock.guest_scale == 1.0L) {
+		g->clock_aligned = false;
+		snprintf(g->clock_why, sizeof(g->clock_why), "the guest traced with x86-tsc (cycles) and the probes "
+			 "span too short a time to measure its rate (under 0.1 s: no periodic probe)");
+	}
 	clock_window(g);
 }
 

@@ -56,7 +56,6 @@ check "guest: 50 newest markers" e2e_wait '^vt-e2e: slow done 50 status 0' 60
 sum=$(e2e_stop -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"
-check "guest powers off cleanly" e2e_end
 check_out "stop summary: per CPU, the oldest MiB dropped" '^cpu[01]: .*flight recorder: the oldest [0-9.]+ MiB dropped' echo "$sum"
 check_out "merge summary: the drop counted as the flight recorder's" 'oldest pages dropped by the flight recorder .*: [1-9]' echo "$sum"
 check "merge summary: no page counted missing in transport" bash -c '! grep -q "pages missing in transport" <<<"$1"' _ "$sum"
@@ -66,4 +65,28 @@ oldest=$("$PERF" script -i "$out" -F trace 2>/dev/null | grep -c 'vt-e2e line ')
 check "the 50 newest markers all kept: $newest" test "$newest" -eq 50
 check "the oldest markers dropped: $oldest of 400 kept (< 400)" test "$oldest" -lt 400
 check "host events in the final file (perf's last ring dump)" e2e_interleaved "$out"
+
+# A daemon SIGKILLed in a flight-recorder session: merge SESSION_DIR recovers the window and the
+# host perf's last ring dump (perf dumps it when the daemon dies: PDEATHSIG SIGINT).
+sess=$(e2e_start -e 'sched:sched_switch' --buffer-kb 2048 --flight-recorder 4M --probe-interval 0.3)
+check_out "second session: start --flight-recorder 4M" "^$VM/sessions/" echo "$sess"
+e2e_say bgflood
+check "flood started again" e2e_wait '^vt-e2e: bgflood started' 30
+for i in $(seq 1 120); do
+	got=$(dropped_mib "$(e2e_status)")
+	[ "${got%.*}" -ge 8 ] 2>/dev/null && break
+	sleep 0.5
+done
+sleep 1 # periodic probes: the x86-tsc guest clock's rate needs probes 0.1 s apart or more
+dpid=$(head -n 1 "$RUN/$VM_NAME.pid")
+check "daemon SIGKILLed (pid $dpid) after ${got:-0} MiB dropped" kill -9 "$dpid"
+for _ in $(seq 50); do kill -0 "$dpid" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 50); do ls "$sess"/host.data.* >/dev/null 2>&1 && ! pgrep -f "perf record .*$sess" >/dev/null && break; sleep 0.2; done
+ksum=$(tc merge "$sess" -o "$T/killed.data" 2>&1)
+check "merge SESSION_DIR of the killed session exits 0" test $? -eq 0
+echo "$ksum"
+check_out "merge: the flight recorder's drop counted" 'oldest pages dropped by the flight recorder .*: [1-9]' echo "$ksum"
+check "merge: host and guest events interleaved (the ring dump perf wrote when the daemon died)" e2e_interleaved "$T/killed.data"
+check "perf script/report: no warnings" e2e_no_warnings "$T/killed.data" "$ksum"
+check "guest powers off cleanly" e2e_end
 finish

@@ -73,10 +73,7 @@ partial() {
 	check_out "start --allow-partial goes on" "^$VM/sessions/" echo "$sess"
 	check_out "status names the CPU not traced" '^cpu2 +NOT TRACED' e2e_status
 	check "guest workload ($n lines over 3 CPUs)" e2e_run "$n"
-	sum=$(e2e_stop -o "$out" 2>&1)
-	check "stop exits 0" test $? -eq 0
-	echo "$sum"
-	check "guest powers off cleanly" e2e_end
+	e2e_stop_end "$out"
 	check_out "summary: cpu2 NOT TRACED" '^cpu2: NOT TRACED' echo "$sum"
 	check_out "summary: the missing CPUs named" '^NOT TRACED: guest CPUs 2 ' echo "$sum"
 	check_out "merge summary: the missing CPUs named" 'NOT TRACED: guest CPUs 2 ' echo "$sum"

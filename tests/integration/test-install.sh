@@ -51,10 +51,10 @@ done
 ok "rendered trace-collector(1) names every start option"
 check_out "man renders trace-agent(8)" "ports-dir" env MANWIDTH=200 man -l "$R/share/man/man8/trace-agent.8"
 
-# The completion: 'trace-collector start --fl<TAB>' completes to --flush-interval.
-out=$(bash -c '. "$1"; COMP_WORDS=(trace-collector start --fl); COMP_CWORD=2; _trace_collector; echo "${COMPREPLY[*]}"' \
+# The completion: 'trace-collector start --flu<TAB>' completes to --flush-interval.
+out=$(bash -c '. "$1"; COMP_WORDS=(trace-collector start --flu); COMP_CWORD=2; _trace_collector; echo "${COMPREPLY[*]}"' \
 	sh "$R/share/bash-completion/completions/trace-collector")
-check "completion: start --fl -> --flush-interval ($out)" test "$out" = "--flush-interval"
+check "completion: start --flu -> --flush-interval ($out)" test "$out" = "--flush-interval"
 for o in $(options "$TRACE_COLLECTOR" start); do
 	grep -qF -- " $o " <<<" $(tr -s ' \t\n"=' ' ' <"$R/share/bash-completion/completions/trace-collector") " ||
 		fail "completion lacks start's $o"

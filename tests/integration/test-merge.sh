@@ -94,6 +94,16 @@ check "C: guest events" test "$(nguest "$W/c.data")" -eq "$(expected "$C")"
 check "C: host events" test "$(nhost "$W/c.data")" -eq "$(nhost "$C/host.data")"
 check "C: time-sorted" sorted "$W/c.data"
 
+# --- A2: the same guest pages said to be x86-tsc (cycles) with a fit that has no guest_scale
+# (probes too close together to measure the rate): unaligned, saying why, not a wrong "aligned".
+A2=$W/a2
+cp -r "$A" "$A2"
+sed -i 's/^guest_clock=.*/guest_clock=x86-tsc/' "$A2/session.ini"
+grep -q '^guest_clock=' "$A2/session.ini" || echo 'guest_clock=x86-tsc' >> "$A2/session.ini"
+check_out "A2: x86-tsc without a measured rate: UNALIGNED, saying why" \
+	'UNALIGNED \(the guest traced with x86-tsc \(cycles\) and the probes span too short' \
+	"$TRACE_COLLECTOR" merge "$A2" -o "$W/a2.data"
+
 # --- D: guest only
 D=$W/d
 check "D: capture" capture "$D" 11 0 -1
