@@ -9,12 +9,17 @@
 
 #include "util.h"
 
+/* The output goes out in whole OUT_BUF blocks with O_DIRECT where the file system has it (a
+ * buffered write costs ~2.7 s of CPU per GB here, and a 10 GB merge's output pushed its own
+ * input out of the page cache), the last partial block and the header through a buffered fd. */
 #define OUT_BUF (1u << 20)
 #define ZIN_MAX (256u << 10) /* below PERF_COMP_MMAP_LEN: perf's decompression window */
 #define ZREC_MAX (65535u & ~7u)
 
 struct perf_writer {
 	int fd;
+	int dfd;          /* the same file with O_DIRECT, or -1 */
+	uint64_t flushed; /* file offset of buf[0] */
 	char *path;
 	bool finished;
 	uint64_t pos, in_bytes;
@@ -27,29 +32,50 @@ struct perf_writer {
 	uint8_t zrec[ZREC_MAX];
 };
 
+static int out_pwrite(int fd, const uint8_t *p, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t k = pwrite(fd, p, n, (off_t)off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		p += k, n -= (size_t)k, off += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* The buffer into the file at w->flushed: a whole block by the O_DIRECT fd, else buffered. */
 static int out_flush(struct perf_writer *w)
 {
-	int r = util_write_full(w->fd, w->buf, w->blen);
+	int r = out_pwrite(w->blen == OUT_BUF && w->dfd >= 0 ? w->dfd : w->fd, w->buf, w->blen, w->flushed);
 
+	if (r == -EINVAL && w->dfd >= 0) { /* a file system that opens O_DIRECT but refuses it */
+		close(w->dfd);
+		w->dfd = -1;
+		r = out_pwrite(w->fd, w->buf, w->blen, w->flushed);
+	}
+
+	w->flushed += w->blen;
 	w->blen = 0;
 	return r;
 }
 
 static int out_put(struct perf_writer *w, const void *d, size_t n)
 {
-	if (w->blen + n > OUT_BUF) {
-		int r = out_flush(w);
+	const uint8_t *p = d;
 
-		if (r < 0)
-			return r;
-		if (n > OUT_BUF) {
-			w->pos += n;
-			return util_write_full(w->fd, d, n);
-		}
-	}
-	memcpy(w->buf + w->blen, d, n);
-	w->blen += n;
 	w->pos += n;
+	while (n) {
+		size_t k = MIN(n, OUT_BUF - w->blen);
+		int r;
+
+		memcpy(w->buf + w->blen, p, k);
+		w->blen += k, p += k, n -= k;
+		if (w->blen == OUT_BUF && (r = out_flush(w)) < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -63,8 +89,12 @@ int perf_writer_open(const char *path, int level, struct perf_writer **ret)
 		return -ENOMEM;
 	w->level = level;
 	w->path = strdup(path);
-	w->buf = malloc(OUT_BUF);
+	w->dfd = -1;
+	if (posix_memalign((void **)&w->buf, 65536, OUT_BUF) != 0)
+		w->buf = NULL;
 	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (w->fd >= 0)
+		w->dfd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC); /* -1 (tmpfs): buffered it is */
 	if (w->fd < 0 || !w->path || !w->buf) {
 		r = w->fd < 0 ? -errno : -ENOMEM;
 		perf_writer_free(w);
@@ -227,6 +257,8 @@ void perf_writer_free(struct perf_writer *w)
 {
 	if (!w)
 		return;
+	if (w->dfd >= 0)
+		close(w->dfd);
 	if (w->fd >= 0) {
 		close(w->fd);
 		if (!w->finished && w->path)
