@@ -23,6 +23,7 @@
 #include "util.h"
 
 #define TICK_MS 100
+#define EARLY_PROBE_NS 150000000ull
 #define PROBES_PER_BURST 32 /* at start and at stop: the min-RTT filter needs a few fast ones */
 #define STOP_WAIT_NS ((uint64_t)d->o->timeout_s * SEC) /* bounded wait for end markers */
 #define PERF_WAIT_NS (30ull * 1000000000ull)
@@ -525,7 +526,11 @@ static void daemon_on_started(struct daemon *d, const struct vt_msg *m)
 	session_set_state(&d->s, "tracing");
 	daemon_set_phase(d, PH_TRACING, 0);
 	d->started_ok = true;
-	d->next_probe_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_interval(d);
+	/* The first probes come early (0.15, 0.3, 0.6, 1.2 s, then each interval): a session that
+	 * ends soon (QEMU killed, the daemon killed) still has probes apart from the start burst,
+	 * which a guest clock counting cycles needs for its rate. */
+	d->early_probe_ns = EARLY_PROBE_NS;
+	d->next_probe_ns = util_now_ns(CLOCK_MONOTONIC) + MIN(d->early_probe_ns, daemon_interval(d));
 	log_info("tracing: session %llu in %s", (unsigned long long)d->s.session_id, d->s.dir);
 	daemon_notify(d, "ok\n");
 	if (d->o->foreground)
@@ -1020,7 +1025,9 @@ static void daemon_tick_probe(struct daemon *d, uint64_t now)
 	daemon_probe_send(d, false);
 	if (d->clk.kvm_on && clocksync_kvm_reading(&d->clk) < 0 && log_due(&d->unexpected))
 		log_warn("kvm: cannot read %s/vcpu*/tsc-offset", d->clk.kvm_dir);
-	d->next_probe_ns = now + daemon_interval(d);
+	if (d->early_probe_ns < daemon_interval(d))
+		d->early_probe_ns *= 2;
+	d->next_probe_ns = now + MIN(d->early_probe_ns, daemon_interval(d));
 }
 
 static void daemon_tick_phase(struct daemon *d, uint64_t now)

@@ -33,6 +33,7 @@ struct daemon {
 	struct clocksync clk;
 	enum phase ph;
 	uint64_t deadline_ns, next_hello_ns, next_probe_ns, next_rate_ns;
+	uint64_t early_probe_ns; /* the gap to the next early probe after start (doubles) */
 	unsigned probes_left;
 	uint64_t probe_id, host_started_ns;
 	bool probe_mark, holdout_due; /* the pending probe is a hold-out; one is due */

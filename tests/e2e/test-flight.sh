@@ -12,6 +12,14 @@ out=$T/out.data
 snap=$T/snap.data
 FR=$((4 << 20))
 
+# merged_ok WHAT SUMMARY FILE: the flight recorder's drop counted as such, perf reads FILE
+# without a warning, host and guest events interleaved.
+merged_ok() {
+	check_out "$1: the drop counted as the flight recorder's" 'oldest pages dropped by the flight recorder .*: [1-9]' echo "$2"
+	check "$1: perf script/report without a warning" e2e_no_warnings "$3" "$2"
+	check "$1: host and guest events interleaved (host perf's ring dump)" e2e_interleaved "$3"
+}
+
 # Disk use (allocated blocks) of the session's spools, in bytes.
 spool_du() { du -B1 -c "$1"/cpu*.spool | tail -n 1 | cut -f1; }
 dropped_mib() { sed -n 's/^flight recorder: .* kept, \([0-9.]*\) MiB dropped so far/\1/p' <<<"$1"; }
@@ -42,10 +50,8 @@ snapsum=$(tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$snap" 2>&1)
 check "snapshot exits 0 while the guest floods" test $? -eq 0
 echo "$snapsum"
 check_out "snapshot: says tracing goes on" '^snapshot: .* \(tracing goes on\)' echo "$snapsum"
-check_out "snapshot: counts the flight recorder's drop" 'oldest pages dropped by the flight recorder .*: [1-9]' echo "$snapsum"
 check "snapshot: no spool without an end marker counted as a loss" bash -c '! grep -q "without an end marker" <<<"$1"' _ "$snapsum"
-check "snapshot: perf script/report without a warning" e2e_no_warnings "$snap" "$snapsum"
-check "snapshot: host and guest events interleaved (host perf's ring dump)" e2e_interleaved "$snap"
+merged_ok snapshot "$snapsum" "$snap"
 check "snapshot: guest flood markers" test "$("$PERF" script -i "$snap" -F trace 2>/dev/null | grep -c 'vt-e2e bg ')" -gt 100
 check_out "the session still traces after the snapshot" '^state: tracing' e2e_status
 check "snapshot dir removed" bash -c '! ls -d "$1"/snapshot-* 2>/dev/null' _ "$sess"
@@ -57,14 +63,12 @@ sum=$(e2e_stop -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"
 check_out "stop summary: per CPU, the oldest MiB dropped" '^cpu[01]: .*flight recorder: the oldest [0-9.]+ MiB dropped' echo "$sum"
-check_out "merge summary: the drop counted as the flight recorder's" 'oldest pages dropped by the flight recorder .*: [1-9]' echo "$sum"
 check "merge summary: no page counted missing in transport" bash -c '! grep -q "pages missing in transport" <<<"$1"' _ "$sum"
-check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
+merged_ok stop "$sum" "$out"
 newest=$("$PERF" script -i "$out" -F trace 2>/dev/null | grep -c 'vt-e2e slow ')
 oldest=$("$PERF" script -i "$out" -F trace 2>/dev/null | grep -c 'vt-e2e line ')
 check "the 50 newest markers all kept: $newest" test "$newest" -eq 50
 check "the oldest markers dropped: $oldest of 400 kept (< 400)" test "$oldest" -lt 400
-check "host events in the final file (perf's last ring dump)" e2e_interleaved "$out"
 
 # A daemon SIGKILLed in a flight-recorder session: merge SESSION_DIR recovers the window and the
 # host perf's last ring dump (perf dumps it when the daemon dies: PDEATHSIG SIGINT).
@@ -85,8 +89,6 @@ for _ in $(seq 50); do ls "$sess"/host.data.* >/dev/null 2>&1 && ! pgrep -f "per
 ksum=$(tc merge "$sess" -o "$T/killed.data" 2>&1)
 check "merge SESSION_DIR of the killed session exits 0" test $? -eq 0
 echo "$ksum"
-check_out "merge: the flight recorder's drop counted" 'oldest pages dropped by the flight recorder .*: [1-9]' echo "$ksum"
-check "merge: host and guest events interleaved (the ring dump perf wrote when the daemon died)" e2e_interleaved "$T/killed.data"
-check "perf script/report: no warnings" e2e_no_warnings "$T/killed.data" "$ksum"
+merged_ok "merge of the killed session (perf's dump when the daemon died)" "$ksum" "$T/killed.data"
 check "guest powers off cleanly" e2e_end
 finish
