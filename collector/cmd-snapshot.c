@@ -25,7 +25,8 @@ static int snapshot_run(int argc, char **argv);
 const struct cmd_entry cmd_snapshot = {
 	.name = "snapshot", .summary = "write a perf.data of what a running session holds now",
 	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z]\n"
-		 "Merges what the session has spooled so far (with --flight-recorder: the newest\n"
+		 "Waits two flush intervals (what the guest traced until now reaches the host), then\n"
+		 "merges what the session has spooled (with --flight-recorder: the newest\n"
 		 "window, and the host perf's ring) into OUT (default ./VM.snapshot-N.data; -z: zstd)\n"
 		 "while tracing goes on. Without --flight-recorder the host recording is written at\n"
 		 "stop only, so a snapshot holds the guest's events.\n",

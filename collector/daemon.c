@@ -24,6 +24,7 @@
 
 #define TICK_MS 100
 #define EARLY_PROBE_NS 150000000ull
+#define SNAP_SLACK_NS 300000000ull /* after the flush interval: the port and the daemon's read */
 #define PROBES_PER_BURST 32 /* at start and at stop: the min-RTT filter needs a few fast ones */
 #define STOP_WAIT_NS ((uint64_t)d->o->timeout_s * SEC) /* bounded wait for end markers */
 #define PERF_WAIT_NS (30ull * 1000000000ull)
@@ -902,11 +903,24 @@ void daemon_snapshot_request(struct daemon *d, struct bufferevent *client)
 		return;
 	}
 	d->snap_client = client;
+	/* What the guest traced until now reaches the spools first: a quiet ring's whole pages
+	 * come within one flush interval, its partial page at the next one (agent/pump.c sends
+	 * the partial page only in a period that sent no whole page). */
+	d->snap_ready_ns = util_now_ns(CLOCK_MONOTONIC) + 2ull * d->o->flush_ms * 1000000ull + SNAP_SLACK_NS;
+	d->snap_deadline_ns = d->snap_ready_ns + daemon_timeout(d);
+}
+
+/* The tick, once the flush interval passed: a probe burst like start's and stop's (the fit
+ * then has samples at the snapshot's end), or the snapshot at once without ptp. */
+static void daemon_snapshot_tick(struct daemon *d, uint64_t now)
+{
+	if (now >= d->snap_deadline_ns)
+		return daemon_snapshot_finish(d); /* the agent did not answer the whole burst */
+	if (d->snap_probes_left || now < d->snap_ready_ns)
+		return;
 	if (strcmp(d->s.clock_method, "ptp"))
 		return daemon_snapshot_finish(d);
-	/* A burst like start's and stop's: the fit then has samples at the snapshot's end. */
 	d->snap_probes_left = PROBES_PER_BURST;
-	d->snap_deadline_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d);
 	if (!d->probe_pending)
 		daemon_probe_send(d, false);
 }
@@ -1053,9 +1067,9 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 			daemon_stop_begin(d, "QEMU gone (agent-ctl-path closed)");
 		else if (silent > MAX(3 * daemon_interval(d), daemon_timeout(d)))
 			daemon_stop_begin(d, "agent silent (no answer to heartbeat probes)");
-		else if (d->snap_client && now >= d->snap_deadline_ns)
-			daemon_snapshot_finish(d); /* the agent did not answer the whole burst */
-		else if (now >= d->next_probe_ns && !d->snap_probes_left)
+		else if (d->snap_client)
+			daemon_snapshot_tick(d, now);
+		else if (now >= d->next_probe_ns)
 			daemon_tick_probe(d, now);
 	} else if (d->ph == PH_STOP && ((d->stopped_msg && daemon_all_ended(d)) || d->agent_gone)) {
 		daemon_binaries(d);

@@ -52,7 +52,7 @@ struct daemon {
 	unsigned snapshots; /* snapshot-N dirs made */
 	struct bufferevent *snap_client; /* a snapshot being taken: answered by daemon_snapshot_finish */
 	unsigned snap_probes_left;       /* its probe burst (ptp) */
-	uint64_t snap_deadline_ns;
+	uint64_t snap_ready_ns, snap_deadline_ns; /* the burst after the flush interval; give up */
 };
 
 /* One line to `start` waiting in the foreground: "dir PATH", then "ok" or "fail". */

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# e2e: the flight recorder and snapshots on the real guest (tests/e2e/lib.sh). A session with
+# e2e: the flight recorder and snapshots on the real guest (tests/e2e/lib.sh). First a snapshot
+# of an ordinary session (guest only, said so; stop after it complete). Then a session with
 # --flight-recorder 4M: numbered markers, then a flood of markers until the daemon has dropped
 # 16 MiB; the spools' disk use stays within the bound all along; a snapshot during the flood is
 # a valid perf.data with guest and host events while tracing goes on; after the flood, 50 newest
@@ -25,6 +26,22 @@ spool_du() { du -B1 -c "$1"/cpu*.spool | tail -n 1 | cut -f1; }
 dropped_mib() { sed -n 's/^flight recorder: .* kept, \([0-9.]*\) MiB dropped so far/\1/p' <<<"$1"; }
 
 check "boot: guest ready, agent waiting" e2e_boot
+# A snapshot of an ordinary session: the guest's events so far; the host recording is
+# written at stop only, and the snapshot says so.
+sess=$(e2e_start -e 'sched:sched_switch')
+check_out "start (no flight recorder)" "^$VM/sessions/" echo "$sess"
+check "guest: 100 numbered markers" e2e_run 100
+psum=$(tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$T/plain-snap.data" 2>&1)
+check "snapshot of an ordinary session exits 0" test $? -eq 0
+echo "$psum"
+check_out "snapshot: says the host recording comes at stop only" '^host: none \(without --flight-recorder' echo "$psum"
+check "snapshot: all 100 markers, in order" e2e_markers "$T/plain-snap.data" 100
+check "snapshot: perf reads it without a warning" e2e_no_warnings "$T/plain-snap.data" "$psum"
+sum=$(e2e_stop -o "$T/plain.data" 2>&1)
+check "stop after the snapshot exits 0" test $? -eq 0
+check "stop: all 100 markers" e2e_markers "$T/plain.data" 100
+check "stop: host and guest interleaved" e2e_interleaved "$T/plain.data"
+
 sess=$(e2e_start -e 'sched:sched_switch' --buffer-kb 2048 --flight-recorder 4M)
 check_out "start --flight-recorder 4M" "^$VM/sessions/" echo "$sess"
 check_out "host perf records into its overwritable ring" '--overwrite --switch-output -m 4096K' \
