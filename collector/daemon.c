@@ -113,6 +113,8 @@ static void daemon_probe_send(struct daemon *d, bool mark)
 
 	d->probe_id++;
 	d->probe_mark = mark;
+	if (mark)
+		d->holdout_id = d->probe_id;
 	d->probe_pending = agentctl_send_probe(d->agent, d->probe_id, now, mark) == 0;
 }
 
@@ -120,10 +122,24 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 {
 	uint64_t id, host, guest, mono, now = util_now_ns(CLOCK_MONOTONIC);
 
-	if (agentctl_parse_probe_reply(m, &id, &host, &guest, &mono) < 0 || id != d->probe_id || host > now) {
+	if (agentctl_parse_probe_reply(m, &id, &host, &guest, &mono) < 0 || host > now) {
 		d->unexpected++;
 		return;
 	}
+	/* A hold-out probe answered after the next probe went out (a burst began at stop or for a
+	 * snapshot): its marker is in the trace, so its times go to clock.holdout all the same. */
+	if (id != d->probe_id && id == d->holdout_id && !strcmp(d->s.clock_method, "ptp")) {
+		d->holdout_id = 0;
+		clocksync_probe(&d->clk, true, &(struct clock_sample){ .id = id, .host_send = host, .guest = guest,
+									 .host_recv = now });
+		return;
+	}
+	if (id != d->probe_id) {
+		d->unexpected++;
+		return;
+	}
+	if (id == d->holdout_id)
+		d->holdout_id = 0;
 	d->probe_pending = false;
 	/* kvm sessions probe only as a heartbeat: x86-tsc readings are no ptp samples. */
 	if (!strcmp(d->s.clock_method, "ptp"))

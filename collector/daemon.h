@@ -36,6 +36,7 @@ struct daemon {
 	uint64_t early_probe_ns; /* the gap to the next early probe after start (doubles) */
 	unsigned probes_left;
 	uint64_t probe_id, host_started_ns;
+	uint64_t holdout_id; /* the hold-out probe not answered yet (0: none) */
 	bool probe_mark, holdout_due; /* the pending probe is a hold-out; one is due */
 	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun, qemu_exited;
 	char stop_why[64];

@@ -98,6 +98,9 @@ def check_markers(session, out):
     missing = sorted(set(holdout) - set(marks))
     if missing or not marks:
         fail(f"{len(marks)} markers in the merged file; hold-out probes without one: {missing[:10]}")
+    unlogged = sorted(set(marks) - set(holdout))
+    if unlogged:
+        fail(f"markers without their probe's times in clock.holdout (the daemon dropped the reply): {unlogged[:10]}")
     ok(f"all {len(marks)} hold-out markers found in the merged perf.data")
     viol, dist = [], []
     for k, t in sorted(marks.items()):
