@@ -391,7 +391,9 @@ int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats, struct vt_per
 	a->perf = NULL;
 	session_close_efds(&a->sh);
 	tracefs_tracer_reset(&a->tfs); /* the pipes are closed now */
-	(void)tracefs_exclude_self(&a->tfs, false);
+	/* The tid list stays until the next START rewrites it (tracing is off meanwhile): clearing
+	 * it unregisters the kernel's pid-filter probes, one more patch of the guest kernel's code
+	 * per session, which QEMU 7.2's multi-threaded TCG can hang on (daemon.c TCG_PATCH_HANG). */
 	a->tracing = false;
 	log_info("session %" PRIu64 " stopped", a->session);
 	return r;

@@ -145,7 +145,8 @@ int tracefs_reset(const struct tracefs *t)
 /* Leaves the agent's own threads out of the instance's events (set_event_notrace_pid, Linux
  * 5.8+), as trace-cmd leaves out its own: moving a page through virtio_console allocates, frees
  * and wakes in the mover's context, and those events would fill the ring being measured.
- * Markers (trace_marker) are not events and still go in. exclude = false clears the list. */
+ * Markers (trace_marker) are not events and still go in. exclude = false clears the list
+ * (START with --agent-events); STOP leaves it, the next START rewrites it. */
 int tracefs_exclude_self(const struct tracefs *t, bool exclude)
 {
 	char list[4096] = "";
