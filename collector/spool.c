@@ -178,8 +178,15 @@ static int spool_drop_oldest(struct spool *s)
 	from = MAX(s->fr_hole_end, (data_start + SPOOL_ALIGN - 1) / SPOOL_ALIGN * SPOOL_ALIGN);
 	if (to <= from)
 		return 0;
-	if (fallocate(s->tail_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) < 0)
-		return -errno;
+	if (fallocate(s->tail_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) < 0) {
+		int r = -errno;
+
+		/* The bound cannot hold: the session stops (what was spooled is kept). */
+		log_error("cpu%u: --flight-recorder cannot free the oldest blocks of cpu%u.spool (fallocate "
+			  "PUNCH_HOLE: %s): put the VM dir on a file system that punches holes (ext4, xfs, btrfs, "
+			  "tmpfs), or start without --flight-recorder", s->cpu, s->cpu, strerror(-r));
+		return r;
+	}
 	s->fr_hole_end = to;
 	s->st.fr_dropped += to - from;
 	return 0;
