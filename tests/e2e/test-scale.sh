@@ -29,6 +29,14 @@ markers_of() {
 		awk "$2 { print \$1 }" | tr '\n' ' '
 }
 
+# The 16-vCPU guests trace the agent too (--agent-events): leaving it out registers the kernel's
+# pid-filter probes on four scheduler tracepoints, four more patches of the guest's code at
+# start and four at the agent's exit, and QEMU 7.2's multi-threaded TCG can hang a vCPU on such
+# a patch (collector/daemon.c TCG_PATCH_HANG; fixed in QEMU 8.1). With 16 vCPUs on 2 host cores
+# two full CI runs in four had one guest that never powered off. The default (agent left out)
+# is checked at 2 vCPUs by 'burst'.
+AGENT_EVENTS=--agent-events
+
 # perf's own count of lost samples (the report header's "Total Lost Samples", all events).
 perf_lost() {
 	"$PERF" report -i "$1" --stdio 2>/dev/null | awk '/^# Total Lost Samples:/ { n += $5 } END { print n + 0 }'
@@ -42,7 +50,7 @@ vcpus16() {
 	check "QEMU runs 16 named vCPU threads" test "${#tids[@]}" -eq 16
 	check "QEMU carries the 33 ports (control, 16 trace, 16 perf) on 5 virtio-serial controllers" \
 		test "$(tr '\0' '\n' <"/proc/$qpid/cmdline" | grep -c '^virtio-serial-pci,')" -eq 5
-	check_out "start: every CPU streams" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --buffer-kb 256
+	check_out "start: every CPU streams" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --buffer-kb 256 $AGENT_EVENTS
 	check "guest workload ($n lines over 16 CPUs)" e2e_run "$n"
 	check "status names no CPU missing" bash -c '! grep -q "NOT TRACED" <<<"$1"' _ "$(e2e_status)"
 	sum=$(e2e_stop -o "$out" 2>&1)
@@ -69,7 +77,7 @@ partial() {
 	echo "$msg"
 	check_out "start names the CPU" 'cpu2' echo "$msg"
 	check_out "start says what to do" "trace-collector setup.*--allow-partial|--allow-partial" echo "$msg"
-	sess=$(e2e_start -e 'sched:sched_switch' --allow-partial)
+	sess=$(e2e_start -e 'sched:sched_switch' --allow-partial $AGENT_EVENTS)
 	check_out "start --allow-partial goes on" "^$VM/sessions/" echo "$sess"
 	check_out "status names the CPU not traced" '^cpu2 +NOT TRACED' e2e_status
 	check "guest workload ($n lines over 3 CPUs)" e2e_run "$n"
@@ -109,14 +117,14 @@ flood() {
 onectl() {
 	local msg sess lost
 	check "boot 16 vCPUs, all 17 ports on one controller" e2e_boot --cpus 16 --mem 512 --timeout 280 --one-controller 1
-	msg=$(e2e_start -e 'sched:sched_switch' 2>&1)
+	msg=$(e2e_start -e 'sched:sched_switch' $AGENT_EVENTS 2>&1)
 	check "start fails: some CPUs cannot stream" test $? -ne 0
 	echo "$msg"
 	check_out "start names them, Broken pipe, and what to do" \
 		'start failed: [1-9][0-9]* of 16 guest CPUs cannot stream: cpu[0-9]+ \(Broken pipe\).*re-run .trace-collector setup.*--allow-partial' echo "$msg"
 	lost=$(grep -o 'cpu[0-9]* (Broken pipe)' <<<"$msg" | cut -d' ' -f1 | sed 's/cpu//' | tr '\n' ',' | sed 's/,$//')
 	check_out "the agent says why (the host side never seen open)" 'the guest never saw the host side open' e2e_console
-	sess=$(e2e_start -e 'sched:sched_switch' --allow-partial)
+	sess=$(e2e_start -e 'sched:sched_switch' --allow-partial $AGENT_EVENTS)
 	check_out "start --allow-partial goes on without cpus $lost" "^$VM/sessions/" echo "$sess"
 	check "guest workload" e2e_run 160
 	check_out "stop names them" "^NOT TRACED: guest CPUs $lost " e2e_stop -o "$out"
