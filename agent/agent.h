@@ -115,6 +115,7 @@ struct pump_shared {
 	uint32_t page_size;
 	size_t pipe_size;
 	int flush_ms; /* poll timeout of a pump: then it sends what the ring has; -1 = never */
+	const char *clock; /* the trace clock (flush markers carry its reading) */
 	const struct tracefs *tfs;
 	const struct ports *ports;
 	/* guest perf (perf.c), perf_n = 0: none */
@@ -131,8 +132,12 @@ struct pump {
 	pthread_t thread;
 	const struct pump_shared *sh;
 	struct vt_cpu_stats stats; /* owned by the thread until joined */
+	int flush_efd;             /* FLUSH: drain now, then a flush marker carrying flush_seq */
+	uint64_t flush_seq;        /* atomic */
 };
 int pump_start(struct pump *p);
+/* FLUSH: the pump sends what its ring holds now, then a flush marker with seq. */
+void pump_flush(struct pump *p, uint64_t seq);
 /* A thread running fn(arg) pinned to cpu (pumps and perf pumps): 0 or -errno. */
 int pump_thread_pinned(pthread_t *ret, unsigned cpu, void *(*fn)(void *), void *arg);
 void pump_join(struct pump *p);
@@ -230,6 +235,9 @@ int session_start(struct agent *a, uint64_t id, char **ret_msg);
 /* Stops the session, filling stats (ncpus entries, caller frees) and, when ret_perf is given,
  * the perf streams' stats (ncpus entries, NULL when the session ran no guest perf). */
 int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats, struct vt_perf_stats **ret_perf);
+/* FLUSH: every streaming CPU drains its ring now and sends a flush marker with seq; 0, or
+ * -EALREADY when not tracing, -ESTALE when id is not the session's. */
+int session_flush(struct agent *a, uint64_t id, uint64_t seq);
 
 /* ---- binary.c ---- */
 

@@ -337,6 +337,26 @@ static void control_stop(struct agent *a, const struct vt_msg *m, struct vt_buf 
 	(void)vt_msg_end(out);
 }
 
+/* FLUSH: each streaming CPU drains its ring and sends a flush marker; OK at once (the markers
+ * follow on the data ports). */
+static void control_flush(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
+{
+	uint64_t id, seq;
+	int r;
+
+	if (vt_msg_u64(m, VT_A_SESSION, &id) < 0 || vt_msg_u64(m, VT_A_FLUSH_SEQ, &seq) < 0) {
+		control_error(out, m->hdr.seq, EINVAL, "FLUSH needs SESSION and FLUSH_SEQ attributes (u64)");
+		return;
+	}
+	r = session_flush(a, id, seq);
+	if (r < 0) {
+		control_error(out, m->hdr.seq, -r, r == -EALREADY ? "not tracing: nothing to flush" :
+			      "FLUSH names session %" PRIu64 ", the agent traces session %" PRIu64, id, a->session);
+		return;
+	}
+	control_ok(a, m->hdr.seq, out);
+}
+
 static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 {
 	uint64_t id, host = 0, guest = 0, mono;
@@ -376,7 +396,7 @@ void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 		[VT_MSG_HELLO] = control_hello, [VT_MSG_CONFIG] = control_config,
 		[VT_MSG_META_REQ] = control_meta, [VT_MSG_START] = control_start,
 		[VT_MSG_STOP] = control_stop, [VT_MSG_PROBE] = control_probe,
-		[VT_MSG_BINARY_REQ] = binary_reply,
+		[VT_MSG_BINARY_REQ] = binary_reply, [VT_MSG_FLUSH] = control_flush,
 	};
 	uint16_t type = m->hdr.type;
 

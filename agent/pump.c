@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "log.h"
@@ -26,6 +27,7 @@ struct pump_io {
 	uint32_t page_size;
 	const struct pump_shared *sh;
 	struct vt_cpu_stats *stats;
+	struct pump *self;
 };
 
 static void pump_io_close(struct pump_io *io)
@@ -205,15 +207,44 @@ static int pump_flush_quiet(struct pump_io *io)
 	return pump_read_tail(io, 1); /* the one partial page there is now */
 }
 
-/* Waits for ring data (pollable; buffer_percent sets when it wakes us) or stop. */
+/* FLUSH: what the ring holds now (whole pages, then the one partial page), then a flush marker
+ * with the request's seq and the trace clock read after the drain: the host then has every
+ * event this CPU traced before the request (docs/protocol.md §2). */
+static int pump_flush_now(struct pump_io *io)
+{
+	_cleanup_free_ void *page = NULL;
+	struct vt_flush_marker f = { 0 };
+	uint64_t v;
+	int r;
+
+	if (read(io->self->flush_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	r = pump_splice_all(io);
+	if (r == 0)
+		r = pump_read_tail(io, 1);
+	if (r < 0)
+		return r;
+	f.seq = __atomic_load_n(&io->self->flush_seq, __ATOMIC_ACQUIRE);
+	if (io->sh->clock && clocks_read(io->sh->clock, &f.guest_time) < 0)
+		f.guest_time = 0;
+	page = malloc(io->page_size);
+	if (!page)
+		return -ENOMEM;
+	io->stats->bytes_sent = io->stats->pages_sent * io->page_size;
+	vt_marker_encode_flush(page, io->page_size, io->sh->session, io->stats, &f);
+	return pump_port_write(&io->port, page, io->page_size);
+}
+
+/* Waits for ring data (pollable; buffer_percent sets when it wakes us), a flush request or stop. */
 static int pump_loop(struct pump_io *io)
 {
-	struct pollfd pfd[3] = { { .fd = io->raw, .events = POLLIN },
+	struct pollfd pfd[4] = { { .fd = io->raw, .events = POLLIN },
 				 { .fd = io->sh->stop_efd, .events = POLLIN },
-				 { .fd = io->sh->abort_efd, .events = POLLIN } };
+				 { .fd = io->sh->abort_efd, .events = POLLIN },
+				 { .fd = io->self->flush_efd, .events = POLLIN } };
 
 	for (;;) {
-		int n = poll(pfd, 3, io->sh->flush_ms), r;
+		int n = poll(pfd, 4, io->sh->flush_ms), r;
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -228,6 +259,12 @@ static int pump_loop(struct pump_io *io)
 		}
 		if (pfd[2].revents)
 			return -ECANCELED;
+		if (pfd[3].revents & POLLIN) { /* before a stop that came with it: the host waits for it */
+			r = pump_flush_now(io);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		if (pfd[1].revents)
 			return 0;
 		if (pfd[0].revents & POLLIN) {
@@ -295,7 +332,7 @@ static void *pump_thread(void *arg)
 	struct pump *p = arg;
 	struct pump_io io = { .raw = -1, .pipe_r = -1, .pipe_w = -1, .in = -1,
 			      .port = { .fd = -1, .abort_efd = p->sh->abort_efd, .wait_ms = -1 },
-			      .page_size = p->sh->page_size, .sh = p->sh, .stats = &p->stats };
+			      .page_size = p->sh->page_size, .sh = p->sh, .stats = &p->stats, .self = p };
 	bool ready_sent = false;
 	int r = pump_stream(&io, &ready_sent);
 
@@ -333,9 +370,25 @@ int pump_start(struct pump *p)
 	int r;
 
 	p->stats = (struct vt_cpu_stats){ .cpu = p->cpu };
+	p->flush_seq = 0;
+	p->flush_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->flush_efd < 0)
+		return -errno;
 	r = pump_thread_pinned(&p->thread, p->cpu, pump_thread, p);
 	p->thread_started = r == 0;
+	if (r < 0) {
+		close(p->flush_efd);
+		p->flush_efd = -1;
+	}
 	return r;
+}
+
+void pump_flush(struct pump *p, uint64_t seq)
+{
+	if (!p->thread_started)
+		return;
+	__atomic_store_n(&p->flush_seq, seq, __ATOMIC_RELEASE);
+	pump_signal(p->flush_efd);
 }
 
 void pump_join(struct pump *p)
@@ -343,4 +396,7 @@ void pump_join(struct pump *p)
 	if (p->thread_started)
 		pthread_join(p->thread, NULL);
 	p->thread_started = false;
+	if (p->flush_efd >= 0)
+		close(p->flush_efd);
+	p->flush_efd = -1;
 }

@@ -122,6 +122,7 @@ static unsigned session_launch(struct agent *a)
 
 		p->cpu = cpu;
 		p->sh = &a->sh;
+		p->flush_efd = -1;
 		p->stats = (struct vt_cpu_stats){ .cpu = cpu, .error = -ENXIO };
 		if (!session_cpu_online(cpu))
 			continue; /* offline: no stream, and none expected (docs/protocol.md) */
@@ -314,6 +315,7 @@ int session_start(struct agent *a, uint64_t id, char **ret_msg)
 	a->sh.flush_ms = a->cfg.flush_ms ? (int)a->cfg.flush_ms : -1;
 	a->sh.tfs = &a->tfs;
 	a->sh.ports = &a->ports;
+	a->sh.clock = a->cfg.clock;
 	r = session_alloc(a);
 	if (r < 0) {
 		session_close_efds(&a->sh);
@@ -340,6 +342,17 @@ int session_start(struct agent *a, uint64_t id, char **ret_msg)
 		log_info("session %" PRIu64 " started on %u CPUs, guest perf on %u", id, started, perf_started);
 	else
 		log_info("session %" PRIu64 " started on %u CPUs", id, started);
+	return 0;
+}
+
+int session_flush(struct agent *a, uint64_t id, uint64_t seq)
+{
+	if (!a->tracing || !a->pumps)
+		return -EALREADY;
+	if (id != a->session)
+		return -ESTALE;
+	for (unsigned cpu = 0; cpu < a->ncpus; cpu++)
+		pump_flush(&a->pumps[cpu], seq);
 	return 0;
 }
 

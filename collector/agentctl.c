@@ -150,6 +150,15 @@ int agentctl_send_probe(struct agentctl *a, uint64_t id, uint64_t host_ns, bool 
 	return agentctl_queue(a);
 }
 
+int agentctl_send_flush(struct agentctl *a, uint64_t session_id, uint64_t flush_seq, uint32_t *ret_frame)
+{
+	agentctl_begin(a, VT_MSG_FLUSH);
+	*ret_frame = a->seq;
+	vt_put_u64(&a->out, VT_A_SESSION, session_id);
+	vt_put_u64(&a->out, VT_A_FLUSH_SEQ, flush_seq);
+	return agentctl_queue(a);
+}
+
 int agentctl_send_binary_req(struct agentctl *a, const char *path, const uint8_t *id, size_t len, uint64_t off)
 {
 	agentctl_begin(a, VT_MSG_BINARY_REQ);

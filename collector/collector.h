@@ -159,6 +159,8 @@ struct spool_stats {
 				  * from the file (a hole: the file's size stays, its blocks go) */
 	bool begun, ended;
 	struct vt_cpu_stats end; /* from the end marker */
+	uint64_t flush_markers;  /* flush markers of this session (FLUSH answered; not pages) */
+	uint64_t flush_seq;      /* the last one's FLUSH_SEQ */
 	/* perf-path-cpuN (data_bytes: record bytes; bad_pages: impossible record sizes skipped) */
 	uint64_t records, samples, lost_records, lost;
 	struct vt_perf_stats perf_end; /* from the perf end marker */
@@ -217,6 +219,8 @@ int agentctl_send_start(struct agentctl *a, uint64_t session_id);
 int agentctl_send_stop(struct agentctl *a);
 /* mark: the agent writes "vt-probe ID" into the guest trace first (hold-out probes). */
 int agentctl_send_probe(struct agentctl *a, uint64_t id, uint64_t host_ns, bool mark);
+/* FLUSH (docs/protocol.md): 0 with *ret_frame = the frame's seq (its OK or ERROR echoes it). */
+int agentctl_send_flush(struct agentctl *a, uint64_t session_id, uint64_t flush_seq, uint32_t *ret_frame);
 /* BINARY_REQ: the chunk at off of the guest file path whose build-id is id. */
 int agentctl_send_binary_req(struct agentctl *a, const char *path, const uint8_t *id, size_t len, uint64_t off);
 /* A BINARY frame answering that request: its data and the file's size; -EBADMSG (malformed),

@@ -4,8 +4,10 @@
  * each up to the size it has when opened, whole pages), the clock samples and session.ini, a
  * clock.ini fitted from the probes so far, and guest -> ../guest. With --flight-recorder the
  * host's perf writes its overwritable rings into a dump (SIGUSR2) that the client moves in as
- * host.data; without it the host recording is written at stop only. With ptp the daemon first
- * takes a probe burst (daemon.c), so the snapshot's fit has samples at both of its ends. */
+ * host.data; without it the host recording is written at stop only. First the agent flushes:
+ * FLUSH makes every CPU drain its ring and send a flush marker, so the spools hold everything the
+ * guest traced before the request (an agent without FLUSH: two flush intervals are waited out).
+ * With ptp the daemon then takes a probe burst, so the snapshot's fit has samples at both ends. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "marker.h"
 #include "log.h"
 #include "util.h"
 
@@ -56,6 +59,7 @@ void daemon_snapshot_finish(struct daemon *d)
 	if (!d->snap_client)
 		return;
 	d->snap_probes_left = 0;
+	d->snap_flush_frame = 0;
 	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) /* the files hold what the ports gave */
 		if (d->spools[k] && (r = spool_persist(d->spools[k])) < 0)
 			log_warn("snapshot: cpu%u's last bytes not written: %s", k % COLLECTOR_MAX_CPUS, strerror(-r));
@@ -84,4 +88,85 @@ void daemon_snapshot_finish(struct daemon *d)
 	}
 	ctlsock_finish_stop(d->snap_client, buf);
 	d->snap_client = NULL;
+}
+
+#define SNAP_SLACK_NS 300000000ull /* after the flush interval: the port and the daemon's read */
+
+void daemon_snapshot_request(struct daemon *d, struct bufferevent *client)
+{
+	uint64_t now = util_now_ns(CLOCK_MONOTONIC);
+
+	if (d->snap_client || d->ph != PH_TRACING) {
+		char buf[256];
+
+		snprintf(buf, sizeof(buf), d->snap_client ? "error: a snapshot is being taken: ask again in a moment\n" :
+			 "error: the session is %s, not tracing: a snapshot is taken while it traces (stop writes "
+			 "the whole file)\n", daemon_phase_names[d->ph]);
+		ctlsock_finish_stop(client, buf);
+		return;
+	}
+	d->snap_client = client;
+	d->snap_asked_ns = now;
+	/* What the guest traced until now reaches the spools first. FLUSH says when: every CPU's
+	 * flush marker. Without it (an older agent, or its ERROR), a quiet ring's whole pages come
+	 * within one flush interval and its partial page at the next one (agent/pump.c sends the
+	 * partial page only in a period that sent no whole page). */
+	d->snap_ready_ns = now + 2ull * d->o->flush_ms * 1000000ull + SNAP_SLACK_NS;
+	d->snap_deadline_ns = d->snap_ready_ns + daemon_timeout(d);
+	d->snap_flush_refused = false;
+	if (agentctl_send_flush(d->agent, d->s.session_id, ++d->snap_flush_seq, &d->snap_flush_frame) < 0) {
+		d->snap_flush_frame = 0;
+		d->snap_flush_refused = true;
+	}
+}
+
+void daemon_snapshot_flush_answer(struct daemon *d, bool ok, const char *err)
+{
+	d->snap_flush_frame = 0;
+	if (ok)
+		return;
+	d->snap_flush_refused = true;
+	log_info("snapshot: the agent cannot flush on request (%s): waiting %u ms (two flush intervals) instead",
+		 err, 2 * d->o->flush_ms);
+}
+
+/* Whether every ftrace stream that still runs has answered this snapshot's FLUSH. Guest perf
+ * streams send no flush markers: with them the flush interval is waited out. */
+static bool daemon_snapshot_flushed(const struct daemon *d)
+{
+	struct spool_stats st;
+
+	if (d->snap_flush_refused || d->o->perf.events)
+		return false;
+	for (unsigned k = 0; k < COLLECTOR_MAX_CPUS; k++) {
+		if (!d->spools[k])
+			continue;
+		spool_stats(d->spools[k], &st);
+		if (st.begun && !st.ended && st.flush_seq < d->snap_flush_seq)
+			return false;
+	}
+	return true;
+}
+
+/* The tick, once the spools hold what the guest traced until the request: a probe burst like
+ * start's and stop's (the fit then has samples at the snapshot's end), or the snapshot at once
+ * without ptp. */
+void daemon_snapshot_tick(struct daemon *d, uint64_t now)
+{
+	if (now >= d->snap_deadline_ns)
+		return daemon_snapshot_finish(d); /* the agent did not answer the whole burst */
+	if (d->snap_probes_left)
+		return;
+	if (now < d->snap_ready_ns) {
+		if (!daemon_snapshot_flushed(d))
+			return;
+		log_info("snapshot: every CPU flushed its ring %llu ms after the request",
+			 (unsigned long long)((now - d->snap_asked_ns) / 1000000));
+		d->snap_ready_ns = now;
+	}
+	if (strcmp(d->s.clock_method, "ptp"))
+		return daemon_snapshot_finish(d);
+	d->snap_probes_left = PROBES_PER_BURST;
+	if (!d->probe_pending)
+		daemon_probe_send(d, false);
 }

@@ -24,8 +24,6 @@
 
 #define TICK_MS 100
 #define EARLY_PROBE_NS 150000000ull
-#define SNAP_SLACK_NS 300000000ull /* after the flush interval: the port and the daemon's read */
-#define PROBES_PER_BURST 32 /* at start and at stop: the min-RTT filter needs a few fast ones */
 #define STOP_WAIT_NS ((uint64_t)d->o->timeout_s * SEC) /* bounded wait for end markers */
 #define PERF_WAIT_NS (30ull * 1000000000ull)
 #define SEC 1000000000ull
@@ -53,7 +51,7 @@ static void daemon_set_phase(struct daemon *d, enum phase ph, uint64_t timeout_n
 	log_debug("phase: %s", daemon_phase_names[ph]);
 }
 
-static uint64_t daemon_timeout(const struct daemon *d)
+uint64_t daemon_timeout(const struct daemon *d)
 {
 	return (uint64_t)d->o->timeout_s * SEC;
 }
@@ -107,7 +105,7 @@ static bool log_due(uint64_t *counter)
 
 /* ---- clock probes ---- */
 
-static void daemon_probe_send(struct daemon *d, bool mark)
+void daemon_probe_send(struct daemon *d, bool mark)
 {
 	uint64_t now = util_now_ns(CLOCK_MONOTONIC);
 
@@ -626,6 +624,8 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 	case PH_PROBES0:
 	case PH_PROBES1:
 	case PH_TRACING:
+		if ((t == VT_MSG_OK || t == VT_MSG_ERROR) && d->snap_flush_frame && m->hdr.seq == d->snap_flush_frame)
+			return daemon_snapshot_flush_answer(d, t == VT_MSG_OK, err);
 		if (t == VT_MSG_PROBE_REPLY)
 			return daemon_probe_reply(d, m);
 		if (t == VT_MSG_ERROR && d->probe_pending) {
@@ -903,42 +903,6 @@ static void daemon_finalize(struct daemon *d)
 	} else if (d->exit_on_finalize) {
 		event_base_loopbreak(d->base);
 	}
-}
-
-/* ---- snapshot (daemon-snapshot.c writes it) ---- */
-
-void daemon_snapshot_request(struct daemon *d, struct bufferevent *client)
-{
-	if (d->snap_client || d->ph != PH_TRACING) {
-		char buf[256];
-
-		snprintf(buf, sizeof(buf), d->snap_client ? "error: a snapshot is being taken: ask again in a moment\n" :
-			 "error: the session is %s, not tracing: a snapshot is taken while it traces (stop writes "
-			 "the whole file)\n", daemon_phase_names[d->ph]);
-		ctlsock_finish_stop(client, buf);
-		return;
-	}
-	d->snap_client = client;
-	/* What the guest traced until now reaches the spools first: a quiet ring's whole pages
-	 * come within one flush interval, its partial page at the next one (agent/pump.c sends
-	 * the partial page only in a period that sent no whole page). */
-	d->snap_ready_ns = util_now_ns(CLOCK_MONOTONIC) + 2ull * d->o->flush_ms * 1000000ull + SNAP_SLACK_NS;
-	d->snap_deadline_ns = d->snap_ready_ns + daemon_timeout(d);
-}
-
-/* The tick, once the flush interval passed: a probe burst like start's and stop's (the fit
- * then has samples at the snapshot's end), or the snapshot at once without ptp. */
-static void daemon_snapshot_tick(struct daemon *d, uint64_t now)
-{
-	if (now >= d->snap_deadline_ns)
-		return daemon_snapshot_finish(d); /* the agent did not answer the whole burst */
-	if (d->snap_probes_left || now < d->snap_ready_ns)
-		return;
-	if (strcmp(d->s.clock_method, "ptp"))
-		return daemon_snapshot_finish(d);
-	d->snap_probes_left = PROBES_PER_BURST;
-	if (!d->probe_pending)
-		daemon_probe_send(d, false);
 }
 
 void daemon_stop_request(struct daemon *d, struct bufferevent *client)

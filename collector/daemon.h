@@ -54,7 +54,15 @@ struct daemon {
 	struct bufferevent *snap_client; /* a snapshot being taken: answered by daemon_snapshot_finish */
 	unsigned snap_probes_left;       /* its probe burst (ptp) */
 	uint64_t snap_ready_ns, snap_deadline_ns; /* the burst after the flush interval; give up */
+	uint64_t snap_asked_ns;          /* when the client asked */
+	uint64_t snap_flush_seq;         /* the FLUSH_SEQ every CPU's flush marker must reach */
+	uint32_t snap_flush_frame;       /* the FLUSH frame whose OK or ERROR is due (0: none) */
+	bool snap_flush_refused;         /* the agent cannot flush (older): the flush interval it is */
 };
+
+#define PROBES_PER_BURST 32 /* at start, stop and snapshot: the min-RTT filter needs a few fast ones */
+uint64_t daemon_timeout(const struct daemon *d);
+void daemon_probe_send(struct daemon *d, bool mark);
 
 /* One line to `start` waiting in the foreground: "dir PATH", then "ok" or "fail". */
 
@@ -77,6 +85,10 @@ extern const char *const daemon_phase_names[];
 /* Prepares SESSION/snapshot-N and answers d->snap_client: the dir, and where its host data
  * comes from. */
 void daemon_snapshot_finish(struct daemon *d);
+/* The agent's OK or ERROR to the snapshot's FLUSH. */
+void daemon_snapshot_flush_answer(struct daemon *d, bool ok, const char *err);
+/* Each tick while a snapshot is being taken. */
+void daemon_snapshot_tick(struct daemon *d, uint64_t now);
 
 /* ---- daemon-report.c ---- */
 /* SESSION/agent-stats.ini from the STOPPED frame's per-CPU stats. */

@@ -246,16 +246,25 @@ static void spool_find_begin(struct spool *s)
 	}
 }
 
+/* This session's end marker, a flush marker (FLUSH answered: everything the ring held at the
+ * request is before it), or a marker that is not ours. */
 static void spool_marker_page(struct spool *s)
 {
 	struct vt_marker m = { 0 };
+	struct vt_flush_marker f;
 
 	if (spool_pread(s, s->page, s->page_size, s->scan_off) == 0 &&
-	    vt_marker_decode(s->page, s->page_size, &m) == 1 && m.kind == VT_MARKER_END &&
-	    m.session_id == s->session_id && m.cpu == s->cpu) {
-		s->st.ended = true;
-		s->st.end = m.stats;
-		return;
+	    vt_marker_decode(s->page, s->page_size, &m) == 1 && m.session_id == s->session_id && m.cpu == s->cpu) {
+		if (m.kind == VT_MARKER_END) {
+			s->st.ended = true;
+			s->st.end = m.stats;
+			return;
+		}
+		if (m.kind == VT_MARKER_FLUSH && vt_marker_decode_flush(s->page, s->page_size, &m, &f) == 0) {
+			s->st.flush_markers++;
+			s->st.flush_seq = f.seq;
+			return;
+		}
 	}
 	s->st.bad_markers++;
 }

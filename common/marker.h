@@ -15,6 +15,7 @@
 enum vt_marker_kind {
 	VT_MARKER_BEGIN = 1, VT_MARKER_END = 2,          /* trace-path-cpuN */
 	VT_MARKER_PERF_BEGIN = 3, VT_MARKER_PERF_END = 4, /* perf-path-cpuN */
+	VT_MARKER_FLUSH = 5, /* trace-path-cpuN, answering FLUSH: the ring was drained up to here */
 };
 
 #define VT_PERF_MAX_EVENTS 8
@@ -42,6 +43,15 @@ struct vt_perf_marker {
 _Static_assert(sizeof(struct vt_perf_marker) == 136, "perf marker tail is 136 bytes");
 #define VT_PERF_MARKER_OFF sizeof(struct vt_marker)
 
+/* Follows the head in a flush marker page (kind 5), at offset 112; the head's stats hold the
+ * counters so far (pages_sent: ring pages before this marker). */
+struct vt_flush_marker {
+	uint64_t seq;        /* FLUSH's FLUSH_SEQ */
+	uint64_t guest_time; /* the trace clock read after the drain (0: no user-space reading) */
+};
+_Static_assert(sizeof(struct vt_flush_marker) == 16, "flush marker tail is 16 bytes");
+#define VT_FLUSH_MARKER_OFF sizeof(struct vt_marker)
+
 /* Fills a whole page (page_size bytes) with a marker. */
 void vt_marker_encode(void *page, uint32_t page_size, enum vt_marker_kind kind, uint64_t session_id,
 		      uint32_t cpu, const struct vt_cpu_stats *stats);
@@ -54,3 +64,8 @@ void vt_marker_encode_perf(void *page, uint32_t page_size, enum vt_marker_kind k
 /* Decodes the perf tail of a page vt_marker_decode accepted as kind 3 or 4: 0, or -EBADMSG
  * (more ids than VT_PERF_MAX_EVENTS, or a kind without a perf tail). */
 int vt_marker_decode_perf(const void *page, size_t len, const struct vt_marker *m, struct vt_perf_marker *ret);
+/* A flush marker page: the head with stats, plus the flush tail. */
+void vt_marker_encode_flush(void *page, uint32_t page_size, uint64_t session_id, const struct vt_cpu_stats *stats,
+			    const struct vt_flush_marker *flush);
+/* Decodes the flush tail of a page vt_marker_decode accepted as kind 5: 0, or -EBADMSG. */
+int vt_marker_decode_flush(const void *page, size_t len, const struct vt_marker *m, struct vt_flush_marker *ret);

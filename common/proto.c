@@ -230,6 +230,7 @@ const char *vt_msg_type_name(uint16_t type)
 		[VT_MSG_START] = "start", [VT_MSG_STOP] = "stop", [VT_MSG_STOPPED] = "stopped",
 		[VT_MSG_PROBE] = "probe", [VT_MSG_PROBE_REPLY] = "probe-reply",
 		[VT_MSG_BINARY_REQ] = "binary-req", [VT_MSG_BINARY] = "binary",
+		[VT_MSG_FLUSH] = "flush",
 	};
 
 	if (type < VT_MSG_TYPE_MAX && names[type])

@@ -39,6 +39,7 @@ enum vt_msg_type {
 	VT_MSG_PROBE_REPLY = 12, /* A_PROBE_ID, A_HOST_TIME, A_GUEST_TIME, A_CLOCK */
 	VT_MSG_BINARY_REQ = 13, /* A_FILE_NAME (guest path), A_BUILD_ID, A_FILE_OFFSET -> BINARY or ERROR */
 	VT_MSG_BINARY = 14,     /* A_BUILD_ID, A_FILE_SIZE, A_FILE_OFFSET, A_FILE_DATA (<= VT_BINARY_CHUNK) */
+	VT_MSG_FLUSH = 15,      /* A_SESSION, A_FLUSH_SEQ -> OK (each CPU then sends a flush marker) or ERROR */
 	VT_MSG_TYPE_MAX,
 };
 
@@ -79,6 +80,7 @@ enum vt_attr_tag {
 	VT_A_FILE_OFFSET = 35,  /* u64, BINARY_REQ / BINARY: where FILE_DATA starts in the file */
 	VT_A_FILE_SIZE = 36,    /* u64, BINARY: the whole file's size */
 	VT_A_AGENT_EVENTS = 37, /* u32, CONFIG: 1 = trace the agent's own threads too (default 0: left out) */
+	VT_A_FLUSH_SEQ = 38,    /* u64, FLUSH: echoed in every CPU's flush marker */
 	VT_A_CLOCK_RES = 31,    /* str, HELLO: each readable clock's measured step "mono=4000000ns x86-tsc=38cycles" */
 };
 

@@ -46,7 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	vt_reader_free(&r);
-	if (size >= 4096)
-		(void)vt_marker_decode(data, 4096, &mk);
+	if (size >= 4096 && vt_marker_decode(data, 4096, &mk) == 1) {
+		struct vt_flush_marker fm;
+
+		(void)vt_marker_decode_flush(data, 4096, &mk, &fm);
+	}
 	return 0;
 }

@@ -390,6 +390,10 @@ static bool next_page(struct merge_guest *g, struct guest_cpu *c)
 			c->end_overrun = m.stats.overrun;
 			return false;
 		}
+		if (r == 1 && m.kind == VT_MARKER_FLUSH && m.session_id == g->session_id) {
+			c->flush_markers++; /* a FLUSH's answer, not a ring page */
+			continue;
+		}
 		if (r != 0 || ftrace_page_begin(&c->it, &g->layout, c->page, g->page_size) < 0) {
 			if (r != 0)
 				g->loss.damaged_marker++;

@@ -86,6 +86,7 @@ struct guest_cpu {
 	bool have_end;
 	uint64_t pages_sent, pages_read, pages_bad;
 	uint64_t pages_dropped; /* the flight recorder's hole before the first page kept */
+	uint64_t flush_markers; /* FLUSH answers between the pages (skipped) */
 	uint64_t end_overrun;       /* the ring's overrun in the end marker */
 	uint64_t ring_lost_written; /* ring losses reported so far (LOST_SAMPLES) */
 	uint8_t *page;

@@ -494,6 +494,7 @@ struct walk {
 	uint64_t next_seq;  /* next "vt-seq <cpu> <n>" expected */
 	uint64_t bad_seq;   /* markers out of order, duplicated or from another cpu */
 	uint64_t probes;    /* "vt-probe <probe_id>" marks seen */
+	uint64_t flush_markers; /* flush markers of the session (skipped) */
 	uint64_t probe_id;
 	bool bad_page;
 	uint16_t count_id;          /* events of this id: counted, ip (u64 at 8) checked */
@@ -610,6 +611,13 @@ static int check_stream(const struct capture *c, uint32_t psize, uint64_t sessio
 	    e.session_id != session || e.cpu != cpu)
 		return -3;
 	for (size_t i = 1; i + 1 < n; i++) {
+		struct vt_marker f;
+
+		if (vt_marker_decode(c->data + i * psize, psize, &f) == 1 && f.kind == VT_MARKER_FLUSH &&
+		    f.session_id == session && f.cpu == cpu) {
+			w->flush_markers++; /* FLUSH's answer: not a ring page */
+			continue;
+		}
 		walk_page(w, c->data + i * psize, psize);
 		w->pages++;
 	}
@@ -1079,6 +1087,88 @@ TEST(live_stream_larger_than_ring)
 		CHECK_INT(st[c].pages_sent, >, 256 / 4); /* more than one ring's worth went through */
 	CHECK_INT(drv_down(&d), ==, 0);
 	CHECK(!instance_exists(&d));
+}
+
+/* FLUSH with the periodic flush off (FLUSH_MS 0) and a ring far from half full: every CPU sends
+ * what its ring holds, then a flush marker with the request's seq; the lines written before the
+ * request are all before that marker, and its pages_sent counts the ring pages before it. */
+TEST(flush_on_request)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct rmsg r;
+	struct vt_cpu_stats st[MAXCPU];
+	struct vt_buf b = { 0 };
+	uint32_t seq;
+	char *msg = NULL;
+
+	CHECK(drv_up(&d, "flush", -1) == 0);
+	vt_msg_begin(&b, VT_MSG_CONFIG, seq = ++d.seq);
+	vt_put_str(&b, VT_A_EVENTS, "sched:sched_switch");
+	vt_put_str(&b, VT_A_CLOCK, "mono");
+	vt_put_u32(&b, VT_A_BUFFER_KB, 1024);
+	vt_put_u32(&b, VT_A_FLUSH_MS, 0);
+	vt_msg_end(&b);
+	drv_send(&d, &b);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	/* Not tracing: refused, naming why. */
+	vt_msg_begin(&b, VT_MSG_FLUSH, seq = ++d.seq);
+	vt_put_u64(&b, VT_A_SESSION, 91);
+	vt_put_u64(&b, VT_A_FLUSH_SEQ, 1);
+	vt_msg_end(&b);
+	drv_send(&d, &b);
+	CHECK(drv_error(&d, seq, &msg) == EALREADY && strstr(msg, "not tracing"));
+	free(msg);
+	CHECK(drv_start(&d, 91) == 0);
+	CHECK(write_markers(&d, 0, 40) == 0);
+	/* Another session's id: refused. */
+	vt_msg_begin(&b, VT_MSG_FLUSH, seq = ++d.seq);
+	vt_put_u64(&b, VT_A_SESSION, 90);
+	vt_put_u64(&b, VT_A_FLUSH_SEQ, 4);
+	vt_msg_end(&b);
+	drv_send(&d, &b);
+	CHECK(drv_error(&d, seq, &msg) == ESTALE && strstr(msg, "session 91"));
+	free(msg);
+	vt_msg_begin(&b, VT_MSG_FLUSH, seq = ++d.seq);
+	vt_put_u64(&b, VT_A_SESSION, 91);
+	vt_put_u64(&b, VT_A_FLUSH_SEQ, 5);
+	vt_msg_end(&b);
+	drv_send(&d, &b);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	free(b.data);
+	/* STOP at once: a pump takes a pending flush before the stop, so each stream holds its
+	 * flush marker before the end marker. */
+	CHECK(drv_stop(&d, 91, st) == 0);
+	CHECK(check_session(&d, 91, 40, st, 0, NULL) == 0);
+	for (unsigned c = 0; c < d.ncpus; c++) {
+		const struct capture *cp = &d.cap[c];
+		size_t n = cp->len / 4096, at = 0, flushes = 0;
+		struct walk w = { .print_id = print_event_id(), .cpu = c };
+		struct vt_marker m;
+		struct vt_flush_marker f = { 0 };
+
+		if (cp->lfd < 0)
+			continue;
+		for (size_t i = 1; i + 1 < n; i++)
+			if (vt_marker_decode(cp->data + i * 4096, 4096, &m) == 1 && m.kind == VT_MARKER_FLUSH &&
+			    vt_marker_decode_flush(cp->data + i * 4096, 4096, &m, &f) == 0)
+				at = i, flushes++;
+		CHECK_INT(flushes, ==, 1);
+		CHECK_INT(f.seq, ==, 5);
+		CHECK(f.guest_time > 0);
+		CHECK_INT(m.session_id, ==, 91);
+		for (size_t i = 1; i < at; i++) {
+			walk_page(&w, cp->data + i * 4096, 4096);
+			w.pages++;
+		}
+		printf("cpu%u: flush marker after %llu ring pages holding lines 0..%llu\n", c,
+		       (unsigned long long)w.pages, (unsigned long long)w.next_seq - 1);
+		CHECK_INT(w.next_seq, ==, 40); /* every line written before the request */
+		CHECK_INT(w.bad_seq, ==, 0);
+		CHECK_INT(m.stats.pages_sent, ==, w.pages);
+	}
+	CHECK_INT(drv_down(&d), ==, 0);
 }
 
 TEST(legacy_lines)
