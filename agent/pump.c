@@ -219,14 +219,16 @@ static int pump_flush_now(struct pump_io *io)
 
 	if (read(io->self->flush_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return -errno;
+	/* The clock before the drain: this thread runs on the ring's CPU, so no event of it with
+	 * an earlier time is still being written when the drain reads. */
+	if (io->sh->clock && clocks_read(io->sh->clock, &f.guest_time) < 0)
+		f.guest_time = 0;
 	r = pump_splice_all(io);
 	if (r == 0)
 		r = pump_read_tail(io, 1);
 	if (r < 0)
 		return r;
 	f.seq = __atomic_load_n(&io->self->flush_seq, __ATOMIC_ACQUIRE);
-	if (io->sh->clock && clocks_read(io->sh->clock, &f.guest_time) < 0)
-		f.guest_time = 0;
 	page = malloc(io->page_size);
 	if (!page)
 		return -ENOMEM;

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* trace-collector merge SESSION_DIR [--host-data FILE] -o OUT [-z]. */
+/* trace-collector merge SESSION_DIR [--host-data FILE] -o OUT [-z] [--follow]. --follow merges a
+ * session while it traces, told by the daemon on stdin how far host.data is complete and when
+ * the session is over (collector/merge/merge.c; the daemon runs it with start --live-merge). */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +17,7 @@ static int merge_cmd_run(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "zstd", no_argument, NULL, 'z' },
 		{ "compress", no_argument, NULL, 'z' },
+		{ "follow", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -27,6 +30,7 @@ static int merge_cmd_run(int argc, char **argv)
 		case 'H': o.host_data = optarg; break;
 		case 'o': o.output = optarg; break;
 		case 'z': o.zstd_level = 3; break;
+		case 'F': o.follow = true, o.follow_fd = 0; break;
 		case 'h': cmd_usage(&cmd_merge, 0); return 0;
 		default: cmd_usage(&cmd_merge, 1); return 2;
 		}
@@ -43,7 +47,7 @@ static int merge_cmd_run(int argc, char **argv)
 const struct cmd_entry cmd_merge = {
 	.name = "merge",
 	.summary = "merge a session dir into one perf.data (offline, recovery)",
-	.usage = "SESSION_DIR [--host-data FILE] -o OUT [-z]",
+	.usage = "SESSION_DIR [--host-data FILE] -o OUT [-z] [--follow]",
 	.run = merge_cmd_run,
 };
 

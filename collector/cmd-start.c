@@ -21,7 +21,7 @@
 	"       [--trace-clock auto|mono|x86-tsc]\n"                                                   \
 	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
 	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
-	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--flight-recorder SIZE]\n"                 \
+	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--flight-recorder SIZE | --live-merge]\n"  \
 	"       [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
 	"       [--flush-interval SEC] [--agent-events] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]\n"  \
@@ -39,6 +39,8 @@
 	"                   stream on disk, the oldest whole pages dropped and counted; host perf\n" \
 	"                   records into its overwritable ring (perf's overwrite mode), written at stop\n" \
 	"                   and for each 'snapshot' (not with --guest-perf)\n"                       \
+	"  --live-merge     merge while tracing (a 'merge --follow' beside the daemon): stop then\n" \
+	"                   hands out the file in about a second at any size (not with --guest-perf)\n" \
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"            \
 	"  --clock M        kvm: guest x86-tsc + KVM TSC offsets (exact); ptp: guest mono + probes;\n" \
 	"                   auto (default): kvm when KVM debugfs has this QEMU and the guest has x86-tsc\n" \
@@ -203,6 +205,7 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'f': o->foreground = true; return 0;
 	case 'm': return util_parse_size(optarg, &o->max_size);
 	case 'W': return util_parse_size(optarg, &o->flight_recorder) < 0 || o->flight_recorder < (4u << 20) ? -EINVAL : 0;
+	case 'L': o->live_merge = true; return 0;
 	case 'b': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->buffer_kb = (uint32_t)v; return 0;
 	case 'q': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->qemu_pid = (pid_t)v; return 0;
 	case 't': if (util_parse_u64(optarg, 3600, &v) < 0 || !v) return -EINVAL; o->timeout_s = (unsigned)v; return 0;
@@ -236,7 +239,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "tracer", 1, 0, 'T' }, { "ftrace-filter", 1, 0, 'F' }, { "allow-partial", 0, 0, 'A' },
 		{ "flush-interval", 1, 0, 'I' }, { "guest-perf", 2, 0, 'g' }, { "guest-freq", 1, 0, 'G' },
 		{ "guest-perf-kb", 1, 0, 'k' }, { "no-guest-binaries", 0, 0, 'x' },
-		{ "agent-events", 0, 0, 'S' }, { "flight-recorder", 1, 0, 'W' },
+		{ "agent-events", 0, 0, 'S' }, { "flight-recorder", 1, 0, 'W' }, { "live-merge", 0, 0, 'L' },
 		{ "help", 0, 0, 'h' }, {},
 	};
 	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
@@ -294,6 +297,13 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 	if (o->flight_recorder && (o->perf.events || o->host_data[0])) {
 		log_error("--flight-recorder bounds the guest's ftrace streams and the host recording; %s",
 			  o->perf.events ? "guest perf streams are not bounded yet: drop --guest-perf" :
+			  "--host-data names a finished recording: drop it, or use --no-host");
+		return -EINVAL;
+	}
+	if (o->live_merge && (o->flight_recorder || o->perf.events || o->host_data[0])) {
+		log_error("--live-merge merges the guest's ftrace streams with host perf while tracing; %s",
+			  o->flight_recorder ? "with --flight-recorder the window is merged at stop: drop one of them" :
+			  o->perf.events ? "guest perf streams are not merged live yet: drop --guest-perf" :
 			  "--host-data names a finished recording: drop it, or use --no-host");
 		return -EINVAL;
 	}

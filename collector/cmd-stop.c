@@ -86,10 +86,44 @@ static void stop_last_session(const char *run_dir, const char *name)
 		  name, dir + 1, dir + 1, name);
 }
 
+/* --live-merge: the follower's file, merged while tracing (daemon-live.c), becomes OUT (an
+ * existing OUT is kept as OUT.old, as the merge does); 0 or 3 (clock unaligned, said) when it
+ * did, -1 when stop has to merge. */
+static int stop_take_live(const char *dir, const char *out, bool compress)
+{
+	char state[32] = "", live[PATH_MAX + 16], log[PATH_MAX + 32], old[PATH_MAX + 8];
+	_cleanup_free_ char *text = NULL;
+	struct stat st;
+
+	if (session_ini_get(dir, "live_merge", state, sizeof(state)) < 0 || strncmp(state, "done", 4))
+		return -1;
+	if (compress) {
+		log_info("the live merge wrote no zstd: merging %s again with -z", dir);
+		return -1;
+	}
+	snprintf(live, sizeof(live), "%s/live.data", dir);
+	snprintf(log, sizeof(log), "%s/live-merge.log", dir);
+	snprintf(old, sizeof(old), "%s.old", out);
+	if (lstat(out, &st) == 0 && rename(out, old) < 0) {
+		log_warn("cannot keep the existing %s as %s: %m; merging again", out, old);
+		return -1;
+	}
+	if (rename(live, out) < 0) {
+		log_warn("cannot move the live merge's %s to %s: %m; merging again", live, out);
+		return -1;
+	}
+	if (util_read_file(log, 1 << 20, &text, NULL) == 0)
+		fputs(text, stdout);
+	return strcmp(state, "done") ? 3 : 0;
+}
+
 static int stop_merge(const char *dir, const char *out, bool compress)
 {
 	struct stat st;
-	int r = merge_session(dir, out, compress, stdout);
+	int r = stop_take_live(dir, out, compress);
+
+	if (r < 0)
+		r = merge_session(dir, out, compress, stdout);
 
 	if (r < 0) {
 		log_error("merge failed: %s; session kept at %s; retry with 'trace-collector merge %s -o %s'",

@@ -63,6 +63,7 @@ struct start_opts {
 	uint32_t buffer_kb;
 	uint64_t max_size;
 	uint64_t flight_recorder;     /* --flight-recorder SIZE: each guest CPU's newest SIZE kept */
+	bool live_merge;              /* --live-merge: merged while tracing (daemon-live.c) */
 	pid_t qemu_pid;
 	bool no_host;
 	bool foreground;
@@ -256,9 +257,12 @@ void daemon_agent_gone(struct daemon *d, int err);
 /* hostperf.c: host `perf record` over the session window. */
 struct hostperf;
 /* monotonic: record with -k CLOCK_MONOTONIC (ptp; kvm without perf's TIME_CONV). */
-int hostperf_start(const struct start_opts *o, const char *session_dir, bool monotonic,
+/* control: "fifo:CTL,ACK" (perf record --control), or NULL. */
+int hostperf_start(const struct start_opts *o, const char *session_dir, bool monotonic, const char *control,
 		   struct hostperf **ret);
 bool hostperf_ready(struct hostperf *h, int *ret_err);
+/* Running and not told to stop: host.data is being recorded, its header not yet rewritten. */
+bool hostperf_recording(struct hostperf *h);
 int hostperf_stop(struct hostperf *h); /* SIGINT */
 bool hostperf_reap(struct hostperf *h); /* true once exited */
 void hostperf_kill(struct hostperf *h);

@@ -444,6 +444,7 @@ static void daemon_send_start(struct daemon *d)
 
 static void daemon_start_perf(struct daemon *d)
 {
+	const char *control = NULL;
 	bool monotonic;
 	int r;
 
@@ -452,7 +453,11 @@ static void daemon_start_perf(struct daemon *d)
 		return;
 	}
 	monotonic = !strcmp(d->s.clock_method, "ptp") || (!strcmp(d->s.clock_method, "kvm") && clocksync_kvm_monotonic(&d->clk));
-	r = hostperf_start(d->o, d->s.dir, monotonic, &d->perf);
+	if (d->o->live_merge && (r = live_prepare(d, &control)) < 0) {
+		daemon_fail(d, "--live-merge: cannot make host perf's control fifos in %s: %s", d->s.dir, strerror(-r));
+		return;
+	}
+	r = hostperf_start(d->o, d->s.dir, monotonic, control, &d->perf);
 	if (r < 0) {
 		daemon_fail(d, "cannot start host perf record: %s (use --no-host to trace the guest only)", strerror(-r));
 		return;
@@ -626,6 +631,8 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 	case PH_TRACING:
 		if ((t == VT_MSG_OK || t == VT_MSG_ERROR) && d->snap_flush_frame && m->hdr.seq == d->snap_flush_frame)
 			return daemon_snapshot_flush_answer(d, t == VT_MSG_OK, err);
+		if ((t == VT_MSG_OK || t == VT_MSG_ERROR) && live_flush_answer(d, m->hdr.seq, t == VT_MSG_OK, err))
+			return;
 		if (t == VT_MSG_PROBE_REPLY)
 			return daemon_probe_reply(d, m);
 		if (t == VT_MSG_ERROR && d->probe_pending) {
@@ -891,6 +898,7 @@ static void daemon_finalize(struct daemon *d)
 	daemon_report_agent_stats(d);
 	daemon_clock_finish(d);
 	session_set_state(&d->s, "stopped");
+	live_end(d); /* the live merge drains and writes its header */
 	f = open_memstream(&text, &len);
 	if (f) {
 		daemon_report_summary(d, f);
@@ -1051,6 +1059,7 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 			daemon_snapshot_tick(d, now);
 		else if (now >= d->next_probe_ns)
 			daemon_tick_probe(d, now);
+		live_tick(d, now);
 	} else if (d->ph == PH_STOP && ((d->stopped_msg && daemon_all_ended(d)) || d->agent_gone)) {
 		daemon_binaries(d);
 	} else if (d->ph == PH_BINARIES && d->agent_gone) {
@@ -1253,6 +1262,7 @@ static void daemon_free(struct daemon *d)
 	agentctl_free(d->agent);
 	port_close(&d->ctl);
 	hostperf_free(d->perf);
+	live_free(d->live);
 	gbinfetch_free(d->gbin);
 	ctlsock_free(d->sock);
 	if (d->guest_dirfd >= 0)

@@ -58,6 +58,7 @@ struct daemon {
 	uint64_t snap_flush_seq;         /* the FLUSH_SEQ every CPU's flush marker must reach */
 	uint32_t snap_flush_frame;       /* the FLUSH frame whose OK or ERROR is due (0: none) */
 	bool snap_flush_refused;         /* the agent cannot flush (older): the flush interval it is */
+	struct live *live;               /* --live-merge (daemon-live.c) */
 };
 
 #define PROBES_PER_BURST 32 /* at start, stop and snapshot: the min-RTT filter needs a few fast ones */
@@ -89,6 +90,18 @@ void daemon_snapshot_finish(struct daemon *d);
 void daemon_snapshot_flush_answer(struct daemon *d, bool ok, const char *err);
 /* Each tick while a snapshot is being taken. */
 void daemon_snapshot_tick(struct daemon *d, uint64_t now);
+
+/* ---- daemon-live.c: --live-merge ---- */
+struct live;
+/* Before host perf starts: its control fifos; *ret_control is perf's --control value. */
+int live_prepare(struct daemon *d, const char **ret_control);
+/* Each tick while tracing: starts the follower once the spools have begun, FLUSH and ping. */
+void live_tick(struct daemon *d, uint64_t now);
+/* The agent's answer to a live FLUSH (true: it was one). */
+bool live_flush_answer(struct daemon *d, uint32_t frame, bool ok, const char *err);
+/* At finalize: "end" to the follower, its exit awaited, session.ini live_merge set. */
+void live_end(struct daemon *d);
+void live_free(struct live *l);
 
 /* ---- daemon-report.c ---- */
 /* SESSION/agent-stats.ini from the STOPPED frame's per-CPU stats. */

@@ -55,7 +55,7 @@ static int hostperf_tracefs(void)
  * args). The flight recorder: --overwrite (the kernel keeps the newest of each CPU's ring),
  * --switch-output (SIGUSR2 writes the ring into DATA.<timestamp>, as does the stop). */
 static int hostperf_argv(const struct start_opts *o, bool monotonic, char *data,
-			 char *events, char *ring, size_t ring_len, char **argv)
+			 char *events, char *ring, size_t ring_len, char *control, char **argv)
 {
 	int n = 0;
 
@@ -78,6 +78,10 @@ static int hostperf_argv(const struct start_opts *o, bool monotonic, char *data,
 		argv[n++] = (char *)"--switch-output";
 		argv[n++] = (char *)"-m";
 		argv[n++] = ring; /* before the user's arguments: their own -m wins */
+	}
+	if (control) { /* --live-merge: the daemon pings perf to write what its rings hold */
+		argv[n++] = (char *)"--control";
+		argv[n++] = control;
 	}
 	if (o->host_perf_argc) {
 		for (unsigned i = 0; i < o->host_perf_argc; i++) {
@@ -116,10 +120,10 @@ static void hostperf_child(const char *session_dir, char **argv)
 	_exit(127);
 }
 
-int hostperf_start(const struct start_opts *o, const char *session_dir, bool monotonic,
+int hostperf_start(const struct start_opts *o, const char *session_dir, bool monotonic, const char *control,
 		   struct hostperf **ret)
 {
-	char events[512], ring[32], *argv[PERF_MAX_ARGS];
+	char events[512], ring[32], ctl[2 * PATH_MAX + 96], *argv[PERF_MAX_ARGS];
 	struct hostperf *h;
 	int r;
 
@@ -134,7 +138,9 @@ int hostperf_start(const struct start_opts *o, const char *session_dir, bool mon
 		snprintf(events, sizeof(events), "%s", o->host_events);
 	else
 		hostperf_default_events(events, sizeof(events));
-	r = hostperf_argv(o, monotonic, h->data, events, ring, sizeof(ring), argv);
+	if (control)
+		snprintf(ctl, sizeof(ctl), "%s", control);
+	r = hostperf_argv(o, monotonic, h->data, events, ring, sizeof(ring), control ? ctl : NULL, argv);
 	if (r == 0 && (h->pid = fork()) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -165,6 +171,11 @@ bool hostperf_ready(struct hostperf *h, int *ret_err)
 	}
 	*ret_err = 0;
 	return stat(h->data, &st) == 0 && st.st_size >= 104;
+}
+
+bool hostperf_recording(struct hostperf *h)
+{
+	return !hostperf_reap(h) && !h->stopping;
 }
 
 int hostperf_stop(struct hostperf *h)

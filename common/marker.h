@@ -47,7 +47,7 @@ _Static_assert(sizeof(struct vt_perf_marker) == 136, "perf marker tail is 136 by
  * counters so far (pages_sent: ring pages before this marker). */
 struct vt_flush_marker {
 	uint64_t seq;        /* FLUSH's FLUSH_SEQ */
-	uint64_t guest_time; /* the trace clock read after the drain (0: no user-space reading) */
+	uint64_t guest_time; /* the trace clock read before the drain (0: no user-space reading) */
 };
 _Static_assert(sizeof(struct vt_flush_marker) == 16, "flush marker tail is 16 bytes");
 #define VT_FLUSH_MARKER_OFF sizeof(struct vt_marker)

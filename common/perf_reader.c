@@ -30,6 +30,7 @@ struct perf_reader {
 	uint8_t *dbuf;
 	size_t dlen, dpos, dcap;
 	uint64_t n_expanded;
+	bool follow; /* a file perf is still writing: data up to end, which grows (perf_reader_set_end) */
 	uint8_t rec[65536] __attribute__((aligned(8)));
 	char err[256];
 };
@@ -196,6 +197,78 @@ int perf_reader_open(const char *path, struct perf_reader **ret, char *err, size
 	return q;
 }
 
+/* perf record writes its header with the attrs at start (data size 0, no feature table) and
+ * again at exit; in between the data section grows at the end of the file. */
+int perf_reader_open_follow(const char *path, struct perf_reader **ret, char *err, size_t errlen)
+{
+	struct perf_reader *r = calloc(1, sizeof(*r));
+	struct stat st;
+	int q;
+
+	if (!r)
+		return -ENOMEM;
+	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0 || fstat(r->fd, &st) < 0) {
+		q = -errno;
+		snprintf(err, errlen, "cannot open: %s", strerror(errno));
+		goto fail_free;
+	}
+	r->file_size = (uint64_t)st.st_size;
+	if (r->file_size < sizeof(r->hdr) || read_at(r, &r->hdr, sizeof(r->hdr), 0) < 0) {
+		q = fail(err, errlen, "file too short for a perf.data header (perf record not started?)");
+		goto fail_free;
+	}
+	if ((q = check_header(r, err, errlen)) < 0 || (q = read_attrs(r, err, errlen)) < 0)
+		goto fail_free;
+	if (r->hdr.data.size) {
+		q = fail(err, errlen, "perf record has finished this file already: read it whole");
+		goto fail_free;
+	}
+	r->follow = true;
+	r->pos = r->end = r->hdr.data.offset;
+	*ret = r;
+	return 0;
+fail_free:
+	perf_reader_free(r);
+	return q;
+}
+
+void perf_reader_set_end(struct perf_reader *r, uint64_t end)
+{
+	if (r->follow && end > r->end)
+		r->end = end;
+}
+
+int perf_reader_finish(struct perf_reader *r, char *err, size_t errlen)
+{
+	struct perf_file_header h;
+	struct stat st;
+
+	if (!r->follow)
+		return 0;
+	if (fstat(r->fd, &st) < 0 || read_at(r, &h, sizeof(h), 0) < 0)
+		return fail(err, errlen, "cannot read the header again");
+	r->file_size = (uint64_t)st.st_size;
+	if (h.data.offset != r->hdr.data.offset || h.attrs.offset != r->hdr.attrs.offset ||
+	    h.attrs.size != r->hdr.attrs.size || !h.data.size)
+		return fail(err, errlen, "perf record did not finish the file (data size %llu)",
+			    (unsigned long long)h.data.size);
+	r->hdr = h;
+	if (check_header(r, err, errlen) < 0 || read_features(r, err, errlen) < 0)
+		return -EBADMSG;
+	if (h.data.offset + h.data.size < r->end)
+		return fail(err, errlen, "perf record's final data size %llu is shorter than what was read",
+			    (unsigned long long)h.data.size);
+	r->end = h.data.offset + h.data.size;
+	r->follow = false;
+	return 0;
+}
+
+uint64_t perf_reader_data_pos(const struct perf_reader *r)
+{
+	return r->pos;
+}
+
 void perf_reader_free(struct perf_reader *r)
 {
 	if (!r)
@@ -258,6 +331,13 @@ static int raw_fill(struct perf_reader *r, size_t n)
 	r->buf_pos = 0;
 	r->buf_len = have;
 	want = (size_t)MIN((uint64_t)(READ_CHUNK - have), r->end - r->pos);
+	if (have + want < n && r->follow) { /* the rest is not written yet: keep what we have */
+		if (want && (q = read_at(r, r->buf + have, want, r->pos)) < 0)
+			return q;
+		r->pos += want;
+		r->buf_len += want;
+		return -EAGAIN;
+	}
 	if (have + want < n)
 		return -EBADMSG;
 	if ((q = read_at(r, r->buf + have, want, r->pos)) < 0)
@@ -340,6 +420,8 @@ int perf_reader_next(struct perf_reader *r, const struct perf_event_header **ret
 		if (q != 0)
 			return q;
 		if (r->pos == r->end && r->buf_pos == r->buf_len) {
+			if (r->follow)
+				return -EAGAIN;
 			if (r->dlen != r->dpos)
 				return rfail(r, "compressed data ends inside a record");
 			return 0;

@@ -20,6 +20,16 @@ struct perf_reader;
 int perf_reader_open(const char *path, struct perf_reader **ret, char *err, size_t errlen);
 int perf_reader_open_fd(int fd, struct perf_reader **ret, char *err, size_t errlen);
 void perf_reader_free(struct perf_reader *r);
+/* Follow mode, for a file perf record is still writing (header from its start: attrs, data size
+ * 0): records are read up to an end the caller raises (perf_reader_set_end: bytes perf is known
+ * to have written), and perf_reader_next returns -EAGAIN where they stop (a record cut there
+ * waits for the rest). perf_reader_finish, once perf has exited, reads the final header and the
+ * feature table: the data then ends where perf says. */
+int perf_reader_open_follow(const char *path, struct perf_reader **ret, char *err, size_t errlen);
+void perf_reader_set_end(struct perf_reader *r, uint64_t end);
+int perf_reader_finish(struct perf_reader *r, char *err, size_t errlen);
+/* File offset up to which bytes were read (a record cut at the end waits in the buffer). */
+uint64_t perf_reader_data_pos(const struct perf_reader *r);
 
 size_t perf_reader_n_attrs(const struct perf_reader *r);
 const struct perf_attr_ids *perf_reader_attr(const struct perf_reader *r, size_t i);

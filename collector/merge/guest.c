@@ -323,7 +323,10 @@ int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t w
 	}
 	merge_meta_tasks(g, dfd);
 	merge_meta_notes(g, dfd);
-	if (!g->scan_only)
+	g->followed = g->follow;
+	if (g->follow && merge_meta_clock_live(g, dfd) < 0)
+		snprintf(g->clock_why, sizeof(g->clock_why), "no usable clock.samples yet");
+	else if (!g->scan_only && !g->follow)
 		merge_meta_clock(g, dfd); /* may fit clock.samples and write clock.ini */
 	else
 		g->window_hi = UINT64_MAX; /* times unconverted, unchecked */
@@ -369,11 +372,30 @@ int merge_guest_remap(struct merge_guest *g, const uint8_t *used)
 	return 0;
 }
 
+/* Whether c's spool has another whole page; following a session, a spool without its end
+ * marker may have grown (else c->blocked: later, not at the end). */
+static bool page_there(struct merge_guest *g, struct guest_cpu *c)
+{
+	struct stat st;
+
+	if (c->pos + g->page_size <= c->data_end)
+		return true;
+	if (!g->followed)
+		return false;
+	if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > c->data_end)
+		c->data_end = c->data_off + ((uint64_t)st.st_size - c->data_off) / g->page_size * g->page_size;
+	if (c->pos + g->page_size <= c->data_end)
+		return true;
+	c->blocked = g->follow; /* after the end: the spool's end */
+	return false;
+}
+
 /* Loads the next ring page of c; false at the end marker or the end of the spool. */
 static bool next_page(struct merge_guest *g, struct guest_cpu *c)
 {
-	while (!c->have_end && c->pos + g->page_size <= c->data_end) {
+	while (!c->have_end && page_there(g, c)) {
 		struct vt_marker m;
+		struct vt_flush_marker f;
 		uint64_t at = c->pos;
 		int r;
 
@@ -392,6 +414,9 @@ static bool next_page(struct merge_guest *g, struct guest_cpu *c)
 		}
 		if (r == 1 && m.kind == VT_MARKER_FLUSH && m.session_id == g->session_id) {
 			c->flush_markers++; /* a FLUSH's answer, not a ring page */
+			/* Every event of this CPU up to its time is in the pages before it. */
+			if (vt_marker_decode_flush(c->page, g->page_size, &m, &f) == 0 && f.guest_time > c->bound_raw)
+				c->bound_raw = f.guest_time;
 			continue;
 		}
 		if (r != 0 || ftrace_page_begin(&c->it, &g->layout, c->page, g->page_size) < 0) {
@@ -519,8 +544,11 @@ bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c)
 		return true;
 	if (c->fd < 0)
 		return false;
+	c->blocked = false;
 	if (peek_event(g, c))
 		return true;
+	if (c->blocked)
+		return false; /* following: more may come */
 	if (!c->final_lost_done) {
 		c->final_lost_done = true;
 		/* A spool that opened but never reached its end marker (daemon killed, QEMU gone):
@@ -571,4 +599,11 @@ void merge_guest_free(struct merge_guest *g)
 	g->kvm = NULL;
 	merge_gsym_free(g);
 	memset(g, 0, sizeof(*g));
+}
+
+uint64_t merge_guest_bound(struct merge_guest *g, struct guest_cpu *c)
+{
+	uint64_t t = c->bound_raw > c->last_raw_ts ? merge_meta_time(g, c->cpu, c->bound_raw) : 0;
+
+	return MAX(t, c->last_ts);
 }

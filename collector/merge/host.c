@@ -72,6 +72,42 @@ int merge_host_open(struct merge_host *h, const char *path, char *err, size_t er
 	return host_attrs(h, err, errlen);
 }
 
+int merge_host_open_follow(struct merge_host *h, const char *path, char *err, size_t errlen)
+{
+	char rerr[200] = "";
+	int r = perf_reader_open_follow(path, &h->r, rerr, sizeof(rerr));
+
+	if (r < 0) {
+		snprintf(err, errlen, "%s", rerr);
+		return r;
+	}
+	h->present = h->follow = true;
+	return host_attrs(h, err, errlen);
+}
+
+void merge_host_horizon(struct merge_host *h, uint64_t size, uint64_t ts)
+{
+	perf_reader_set_end(h->r, size);
+	h->horizon_size = MAX(h->horizon_size, size);
+	h->horizon_ts = MAX(h->horizon_ts, ts);
+}
+
+int merge_host_finish(struct merge_host *h)
+{
+	char err[200];
+	int r;
+
+	if (!h->follow)
+		return 0;
+	r = perf_reader_finish(h->r, err, sizeof(err));
+	if (r < 0) {
+		snprintf(h->err, sizeof(h->err), "%s", err);
+		return r;
+	}
+	h->follow = false;
+	return 0;
+}
+
 static int attr_by_id(const struct merge_host *h, uint64_t id)
 {
 	for (size_t i = 0; i < h->n_attrs; i++)
@@ -254,6 +290,20 @@ int merge_host_peek(struct merge_host *h, struct host_rec **ret, bool *ret_immed
 			break;
 		}
 		r = host_read_one(h, &h->imm);
+		if (r == -EAGAIN) {
+			/* Follow: what perf has not written yet. Records at or before the
+			 * previous round's maximum are final (perf's rule), and so are those
+			 * before the daemon's horizon once the data up to it is read. */
+			uint64_t limit = h->max_ts_prev_round;
+
+			if (perf_reader_data_pos(h->r) >= h->horizon_size && h->horizon_ts)
+				limit = MAX(limit, h->horizon_ts - 1);
+			h->bound = limit + 1;
+			h->qready = queue_release(h, limit);
+			if (h->qready == 0)
+				return 2;
+			break;
+		}
 		if (r < 0)
 			return r;
 		if (r == 0)

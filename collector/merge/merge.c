@@ -2,13 +2,18 @@
 /* The merge: host records and per-vCPU guest events, k-way merged by time into one perf.data
  * (docs/perf-data.md). Memory stays bounded: the host is buffered one perf round at a time,
  * the guest one page per vCPU. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "gbin.h"
@@ -206,14 +211,249 @@ static int merge_loop(struct merge_ctx *m)
 	}
 }
 
+/* ---- following a session while it traces (merge --follow, the daemon's live merge) ----
+ * The daemon's words come on a pipe, one per line: "host SIZE TS" (host.data holds every record
+ * before host time TS in its first SIZE bytes: perf flushed its rings on a ping) and "end" (the
+ * session is over: perf has finished host.data, every spool has its end marker or never will,
+ * clock.samples is complete). Guest CPUs say how far they are complete with flush markers. A
+ * record is written once no source can still bring an earlier one; until "end" the merge waits
+ * for the others, so memory stays one round of host records and one page per vCPU. */
+#define FOLLOW_WAIT_MS 50
+#define FOLLOW_REFIT_NS 2000000000ull
+
+struct follow {
+	int fd, dfd;
+	char line[256];
+	size_t len;
+	bool ended;
+	uint64_t next_refit_ns;
+	unsigned refits;
+	uint64_t clamped; /* guest times raised to the last time written (a refit moved them back) */
+};
+
+static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd)
+{
+	unsigned long long size, ts;
+
+	if (sscanf(cmd, "host %llu %llu", &size, &ts) == 2) {
+		if (m->host.present && m->host.follow)
+			merge_host_horizon(&m->host, size, ts);
+		return 0;
+	}
+	if (strcmp(cmd, "end"))
+		return 0; /* a word of a newer daemon */
+	f->ended = true;
+	if (m->host.present && merge_host_finish(&m->host) < 0)
+		return -EBADMSG;
+	m->guest.follow = false; /* spools: to their end markers, or their end */
+	if (m->guest.present) { /* the rest with the session's own clock.ini, as offline */
+		_cleanup_free_ char *ini = NULL;
+		const char *v;
+
+		if (util_read_file_at(f->dfd, "session.ini", 1 << 16, &ini, NULL) == 0 &&
+		    (v = strstr(ini, "\nstopped_mono_ns=")))
+			m->guest.stopped_ns = strtoull(v + 17, NULL, 10); /* the window closes at stop */
+		clock_apply_free(&m->guest.clock);
+		m->guest.clock_aligned = false;
+		merge_meta_clock(&m->guest, f->dfd);
+		f->refits++;
+	}
+	return 0;
+}
+
+/* Waits for the daemon's next words (or timeout_ms): 0, or -EPIPE when it is gone. */
+static int follow_wait(struct merge_ctx *m, struct follow *f, int timeout_ms)
+{
+	struct pollfd p = { .fd = f->fd, .events = POLLIN };
+	char buf[512];
+	ssize_t n;
+	int r;
+
+	if (poll(&p, 1, timeout_ms) <= 0)
+		return 0;
+	n = read(f->fd, buf, sizeof(buf));
+	if (n <= 0)
+		return -EPIPE; /* no "end": the daemon died; the session dir stays for 'merge' */
+	for (ssize_t i = 0; i < n && !f->ended; i++) {
+		if (buf[i] != '\n') {
+			if (f->len < sizeof(f->line) - 1)
+				f->line[f->len++] = buf[i];
+			continue;
+		}
+		f->line[f->len] = 0;
+		f->len = 0;
+		if ((r = follow_command(m, f, f->line)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
+{
+	for (;;) {
+		struct host_rec *q = NULL;
+		struct merge_source *best = NULL;
+		bool imm = false, blocked = false;
+		uint64_t bt = UINT64_MAX, bound = UINT64_MAX, now, t;
+		int r = m->host.present ? merge_host_peek(&m->host, &q, &imm) : 0;
+
+		if (r < 0)
+			return r;
+		if (r == 1 && imm) {
+			merge_host_take(&m->host);
+			r = emit_host(m, q, true);
+			free(q);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		if (r == 2)
+			blocked = true, bound = m->host.bound, q = NULL;
+		/* No guest time converts before a fit exists (the cycle clock's rate needs the
+		 * early probes): everything waits for it. */
+		if (m->guest.present && m->guest.follow && !m->guest.clock_aligned)
+			blocked = true, bound = 0;
+		for (size_t i = 0; i < m->n_src && bound; i++) {
+			struct guest_cpu *c = m->src[i].state;
+
+			if (m->src[i].kind->peek(m, c, &t)) {
+				if (!best || t < bt)
+					bt = t, best = &m->src[i];
+			} else if (c->blocked) {
+				blocked = true;
+				bound = MIN(bound, merge_guest_bound(&m->guest, c));
+			}
+		}
+		if (q && q->ts <= bt && (!blocked || q->ts <= bound)) {
+			merge_host_take(&m->host);
+			r = emit_host(m, q, false);
+			free(q);
+		} else if (best && (!blocked || bt <= bound)) {
+			struct guest_cpu *c = best->state;
+
+			if (bt < m->last_ts) { /* a refit moved this CPU's times back: keep the order */
+				f->clamped++;
+				if (c->pending_lost)
+					c->lost_ts = m->last_ts;
+				else
+					c->head_ts = m->last_ts;
+				c->last_ts = MAX(c->last_ts, m->last_ts);
+			}
+			if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
+				return r;
+			m->last_ts = MAX(m->last_ts, c->pending_lost ? c->lost_ts : c->head_ts);
+			r = best->kind->emit(m, best->state);
+		} else if (!q && !best && !blocked) {
+			return 0;
+		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended &&
+			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns) {
+			f->next_refit_ns = now + (m->guest.clock_aligned ? FOLLOW_REFIT_NS : FOLLOW_REFIT_NS / 10);
+			if (m->guest.present && merge_meta_clock_live(&m->guest, f->dfd) == 0)
+				f->refits++;
+		}
+		if (r < 0)
+			return r;
+	}
+}
+
 /* Host TRACING_DATA (or a fresh one from the guest's headers) plus the remapped guest events. */
+/* Following: host perf writes its tracing data at exit only, so the formats of its tracepoints
+ * come from the host's tracefs meanwhile (the same files perf reads), found by id. */
+static int host_tracefs_format(struct tracing_data *td, uint64_t id)
+{
+	static const char root[] = "/sys/kernel/tracing/events";
+	DIR *d = opendir(root), *sd;
+	char path[PATH_MAX], *text = NULL;
+	struct dirent *sys, *ev;
+	size_t len;
+	int r = -ENOENT;
+
+	while (d && r == -ENOENT && (sys = readdir(d))) {
+		if (sys->d_name[0] == '.' || snprintf(path, sizeof(path), "%s/%s", root, sys->d_name) >= (int)sizeof(path) ||
+		    !(sd = opendir(path)))
+			continue;
+		while (r == -ENOENT && (ev = readdir(sd))) {
+			_cleanup_free_ char *idtext = NULL;
+
+			if (ev->d_name[0] == '.' ||
+			    snprintf(path, sizeof(path), "%s/%s/%s/id", root, sys->d_name, ev->d_name) >= (int)sizeof(path) ||
+			    util_read_file(path, 64, &idtext, NULL) < 0 || strtoull(idtext, NULL, 10) != id)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/%s/format", root, sys->d_name, ev->d_name);
+			if ((r = util_read_file(path, TEP_FORMAT_MAX_TEXT, &text, &len)) == 0) {
+				r = tracing_data_add_event(td, sys->d_name, text, len);
+				free(text);
+			}
+		}
+		closedir(sd);
+	}
+	if (d)
+		closedir(d);
+	return r;
+}
+
+static int follow_host_td(struct merge_ctx *m)
+{
+	_cleanup_free_ char *hp = NULL, *he = NULL;
+	size_t hp_len, he_len;
+	int r;
+
+	if (util_read_file("/sys/kernel/tracing/events/header_page", 65536, &hp, &hp_len) < 0 ||
+	    util_read_file("/sys/kernel/tracing/events/header_event", 65536, &he, &he_len) < 0)
+		return -ENOENT;
+	if ((r = tracing_data_init(&m->td, (uint8_t)sizeof(long), (uint32_t)sysconf(_SC_PAGESIZE), hp, hp_len,
+				   he, he_len)) < 0)
+		return r;
+	for (size_t i = 0; i < m->host.n_attrs; i++)
+		if (m->host.attrs[i].attr.type == PERF_TYPE_TRACEPOINT &&
+		    (r = host_tracefs_format(&m->td, m->host.attrs[i].attr.config)) < 0 && r != -ENOENT)
+			return r;
+	m->have_td = true;
+	return 0;
+}
+
+/* The guest's remapped formats, as guest_<sys>, into m->td. */
+static int td_add_guest(struct merge_ctx *m)
+{
+	for (size_t i = 0; i < m->guest.n_events; i++) {
+		const struct guest_event *e = &m->guest.events[i];
+		char sys[TEP_FORMAT_MAX_NAME + 8];
+		int r;
+
+		snprintf(sys, sizeof(sys), "guest_%s", e->sys);
+		if ((r = tracing_data_add_event(&m->td, sys, e->text, e->text_len)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Following, at the end: perf's own tracing data replaces the tracefs one in the output. */
+static int follow_final_td(struct merge_ctx *m)
+{
+	_cleanup_free_ uint8_t *blob = NULL;
+	struct tracing_data td = { 0 };
+	size_t len;
+
+	if (!m->host.present || perf_reader_feature(m->host.r, PERF_FEAT_TRACING_DATA, &blob, &len) < 0)
+		return 0;
+	if (tracing_data_parse(blob, len, &td) < 0)
+		return -EBADMSG;
+	tracing_data_free(&m->td);
+	m->td = td;
+	m->have_td = true;
+	return m->guest.present ? td_add_guest(m) : 0;
+}
+
 static int build_tracing_data(struct merge_ctx *m, char *why, size_t whylen)
 {
 	_cleanup_free_ uint8_t *blob = NULL;
 	size_t len;
 	int r;
 
-	if (m->host.present && perf_reader_feature(m->host.r, PERF_FEAT_TRACING_DATA, &blob, &len) == 0) {
+	if (m->host.present && m->host.follow && follow_host_td(m) < 0)
+		log_warn("the host's tracefs formats are unreadable: host tracepoints undecoded until stop");
+	if (m->host.present && !m->host.follow &&
+	    perf_reader_feature(m->host.r, PERF_FEAT_TRACING_DATA, &blob, &len) == 0) {
 		if (tracing_data_parse(blob, len, &m->td) < 0) {
 			snprintf(why, whylen, "the host recording's tracing data is malformed");
 			return -EBADMSG;
@@ -240,15 +480,7 @@ static int build_tracing_data(struct merge_ctx *m, char *why, size_t whylen)
 		snprintf(why, whylen, "no free tracepoint ids left for the guest's events");
 		return r;
 	}
-	for (size_t i = 0; i < m->guest.n_events; i++) {
-		const struct guest_event *e = &m->guest.events[i];
-		char sys[TEP_FORMAT_MAX_NAME + 8];
-
-		snprintf(sys, sizeof(sys), "guest_%s", e->sys);
-		if ((r = tracing_data_add_event(&m->td, sys, e->text, e->text_len)) < 0)
-			return r;
-	}
-	return 0;
+	return td_add_guest(m);
 }
 
 static void summary_clock(const struct merge_guest *g)
@@ -387,7 +619,10 @@ static void merge_info(const struct merge_ctx *m, const struct merge_options *o)
 static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 {
 	char why[512] = "", path[PATH_MAX] = "";
-	int r = merge_guest_load(&m->guest, o->session_dir, why, sizeof(why));
+	int r;
+
+	m->guest.follow = o->follow;
+	r = merge_guest_load(&m->guest, o->session_dir, why, sizeof(why));
 
 	if (r < 0 && !m->guest.session_read) {
 		log_error("%s: %s", o->session_dir, why);
@@ -397,7 +632,8 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		log_warn("%s: guest data not usable, merging the host recording only: %s", o->session_dir, why);
 		merge_guest_free(&m->guest);
 	}
-	if (host_path(o, &m->guest, path, sizeof(path)) && (r = merge_host_open(&m->host, path, why, sizeof(why))) < 0) {
+	if (host_path(o, &m->guest, path, sizeof(path)) &&
+	    (r = (o->follow ? merge_host_open_follow : merge_host_open)(&m->host, path, why, sizeof(why))) < 0) {
 		log_error("%s: cannot use the host recording: %s", path, why);
 		return r;
 	}
@@ -413,7 +649,14 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		return r;
 	if (m->guest.present && (m->guest.gsym_events || m->guest.perf_events[0]))
 		merge_gsym_load(&m->guest, o->session_dir); /* read once: %ps names, guest kernel maps */
-	if ((r = merge_gperf_load(&m->gp, &m->guest, o->session_dir)) < 0 || (r = merge_sources(m)) < 0)
+	if ((r = merge_gperf_load(&m->gp, &m->guest, o->session_dir)) < 0)
+		return r;
+	if (o->follow && m->gp.present) {
+		log_error("%s: a live merge does not take guest perf streams yet: merge the session after stop",
+			  o->session_dir);
+		return -EOPNOTSUPP;
+	}
+	if ((r = merge_sources(m)) < 0)
 		return r;
 	return merge_out_attrs(m);
 }
@@ -466,7 +709,21 @@ int merge_run(const struct merge_options *o)
 		log_error("%s: cannot create: %s", data, strerror(-r));
 		goto out;
 	}
-	if ((r = merge_loop(m)) < 0) {
+	if (o->follow) {
+		struct follow f = { .fd = o->follow_fd, .dfd = open(o->session_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
+
+		r = f.dfd < 0 ? -errno : merge_loop_follow(m, &f);
+		if (f.dfd >= 0)
+			close(f.dfd);
+		if (r == 0 && (r = follow_final_td(m)) < 0)
+			log_error("%s: the host recording's final tracing data is malformed", o->session_dir);
+		if (r < 0) {
+			log_error("live merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
+			goto out;
+		}
+		printf("  live:   merged while tracing; clock refitted %u times from the probes so far, %" PRIu64
+		       " guest times raised to keep the order\n", f.refits, f.clamped);
+	} else if ((r = merge_loop(m)) < 0) {
 		log_error("merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
 		goto out;
 	}

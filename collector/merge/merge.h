@@ -35,6 +35,9 @@ struct merge_options {
 	int zstd_level;        /* 0 = uncompressed */
 	bool snapshot;         /* a snapshot dir: spools cut while tracing (no end markers), the
 				* host only from host_data */
+	bool follow;           /* follow the session while it traces, the daemon's words on
+				* follow_fd (merge.c) */
+	int follow_fd;
 };
 
 /* What was dropped or lost, by kind (the summary prints each non-zero one). */
@@ -87,6 +90,8 @@ struct guest_cpu {
 	uint64_t pages_sent, pages_read, pages_bad;
 	uint64_t pages_dropped; /* the flight recorder's hole before the first page kept */
 	uint64_t flush_markers; /* FLUSH answers between the pages (skipped) */
+	bool blocked;           /* following: peek found no page yet, the spool is not at its end */
+	uint64_t bound_raw;     /* following: the newest flush marker's guest time */
 	uint64_t end_overrun;       /* the ring's overrun in the end marker */
 	uint64_t ring_lost_written; /* ring losses reported so far (LOST_SAMPLES) */
 	uint8_t *page;
@@ -107,6 +112,8 @@ struct merge_guest {
 	bool scan_only;       /* set before merge_guest_load: records only (the daemon's binaries
 			       * scan), no clock fit and nothing written into the session */
 	bool session_read;    /* session.ini was valid */
+	bool follow;          /* set before merge_guest_load: the session is still tracing */
+	bool followed;        /* it was: the spools may have grown since they were opened */
 	char host_data[4096]; /* session.ini host_data, may be empty */
 	char missing_cpus[1280]; /* session.ini: CPUs not traced (start --allow-partial) */
 	uint32_t ncpus, page_size;
@@ -153,6 +160,8 @@ int merge_guest_remap(struct merge_guest *g, const uint8_t *used);
 /* Fills cpu->head (or pending loss); false when the cpu is exhausted. */
 bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c);
 void merge_guest_free(struct merge_guest *g);
+/* Following, after peek found c blocked: the earliest host time its next event can have. */
+uint64_t merge_guest_bound(struct merge_guest *g, struct guest_cpu *c);
 
 /* gsym.c: guest/kallsyms read once for what the merge names with it: guest function pointers
  * in guest tracepoints (text symbols), and the guest kernel's maps for guest perf (_text and
@@ -195,6 +204,9 @@ const struct guest_task *merge_meta_task_see(struct merge_guest *g, int32_t pid,
 int32_t merge_meta_tgid(const struct merge_guest *g, int32_t pid);
 void merge_meta_notes(struct merge_guest *g, int dfd);
 void merge_meta_clock(struct merge_guest *g, int dfd);
+/* Following a session: a fit of clock.samples as they are now replaces the clock (clock.ini is
+ * neither read nor written: the daemon writes it at stop). 0, or -errno with the fit kept. */
+int merge_meta_clock_live(struct merge_guest *g, int dfd);
 /* Guest perf's own clock map from perf-clock.samples (the trace clock is not mono); on failure
  * perf_clock_why says why. */
 void merge_meta_perf_clock(struct merge_guest *g, int dfd);
@@ -267,6 +279,11 @@ struct merge_host {
 	bool thread_map, cpu_map;    /* seen: perf 6.1's --switch-output files repeat them, and perf
 				      * then warns "Extra thread map event": the repeats are dropped */
 	uint64_t *samples_by_attr;
+	/* follow (merge --follow): perf record still writes the file */
+	bool follow;
+	uint64_t horizon_size, horizon_ts; /* every record before horizon_ts is in the first
+					    * horizon_size bytes (the daemon's word, after a ping) */
+	uint64_t bound;                    /* peek returned 2: no later record is before this */
 	char err[256];
 };
 
@@ -275,6 +292,13 @@ int merge_host_open(struct merge_host *h, const char *path, char *err, size_t er
  * written as soon as read) or a timed record that no later host record can precede;
  * 0 when the recording is exhausted; negative on a damaged file (h->err). */
 int merge_host_peek(struct merge_host *h, struct host_rec **ret, bool *ret_immediate);
+/* Follow mode: the file perf record is writing (its header from the start). peek then
+ * returns 2 when no record can be written yet, with h->bound the earliest time a later one
+ * can have; merge_host_horizon raises what may be read (size) and what is known complete (ts);
+ * merge_host_finish reads perf's final header once perf has exited. */
+int merge_host_open_follow(struct merge_host *h, const char *path, char *err, size_t errlen);
+void merge_host_horizon(struct merge_host *h, uint64_t size, uint64_t ts);
+int merge_host_finish(struct merge_host *h);
 /* Consumes the record peek returned (the caller owns it and frees it). */
 void merge_host_take(struct merge_host *h);
 void merge_host_free(struct merge_host *h);

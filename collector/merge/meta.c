@@ -311,6 +311,33 @@ void merge_meta_clock(struct merge_guest *g, int dfd)
 	clock_window(g);
 }
 
+int merge_meta_clock_live(struct merge_guest *g, int dfd)
+{
+	_cleanup_free_ char *text = NULL;
+	struct clock_map c = { 0 };
+	char why[160];
+	size_t len = 0;
+	int r = fit_samples(dfd, "clock.samples", &text, &len, why, sizeof(why));
+
+	if (r < 0)
+		return r; /* the fit so far stays (a line being written, say) */
+	if (clock_apply_parse(text, len, &c) < 0 || c.n == 0) {
+		clock_apply_free(&c);
+		return -EBADMSG;
+	}
+	if (!strcmp(g->guest_clock, "x86-tsc") && c.guest_scale == 1.0L) {
+		clock_apply_free(&c); /* the cycle rate is not measured yet: keep the fit so far */
+		return -EAGAIN;
+	}
+	clock_apply_free(&g->clock);
+	g->clock = c;
+	g->clock_aligned = true;
+	g->clock_recovered = false;
+	snprintf(g->clock_why, sizeof(g->clock_why), "fitted while tracing from clock.samples");
+	clock_window(g);
+	return 0;
+}
+
 void merge_meta_perf_clock(struct merge_guest *g, int dfd)
 {
 	_cleanup_free_ char *text = NULL;

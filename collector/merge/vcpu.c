@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "merge.h"
 #include "perf_reader.h"
@@ -210,8 +211,17 @@ static void prescan(struct merge_vcpu *v, const struct merge_host *h, uint32_t q
 	struct perf_reader *r = NULL;
 	char err[200];
 
-	if (perf_reader_open(path, &r, err, sizeof(err)) < 0)
+	if (h->follow) { /* perf still writes it: QEMU's threads are named at its start */
+		struct stat st;
+
+		if (perf_reader_open_follow(path, &r, err, sizeof(err)) < 0 || stat(path, &st) < 0) {
+			perf_reader_free(r);
+			return;
+		}
+		perf_reader_set_end(r, (uint64_t)st.st_size);
+	} else if (perf_reader_open(path, &r, err, sizeof(err)) < 0) {
 		return; /* the main pass reports a damaged file */
+	}
 	while (perf_reader_next(r, &e) > 0) {
 		struct sw_sample s;
 

@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# e2e: start --live-merge on the real guest (tests/e2e/lib.sh). A flood, then numbered markers:
+# the follower ('merge --follow') writes the output while the session traces (it grows before
+# stop); stop hands out its file: every marker once and in order, host and guest interleaved,
+# perf reads it without a warning, and it holds the same events as an offline merge of the same
+# session dir. Then a session whose follower is killed mid-way: stop merges offline, complete.
+. "$(dirname "$0")/lib.sh"
+
+e2e_init live
+out=$T/out.data
+
+# Bytes of the live output so far (a perf.data file, or the data file of a perf.data dir).
+live_size() { stat -c %s "$1/live.data/data" 2>/dev/null || stat -c %s "$1/live.data" 2>/dev/null || echo 0; }
+# "event count" lines of a perf.data, sorted (guest and host events by name).
+event_counts() { "$PERF" script -i "$1" -F event 2>/dev/null | sed 's/[: ]*$//' | sort | uniq -c; }
+
+check "boot: guest ready, agent waiting" e2e_boot
+sess=$(e2e_start -e 'sched:sched_switch' --live-merge)
+check_out "start --live-merge" "^$VM/sessions/" echo "$sess"
+check "guest: a flood in the background" e2e_say bgflood
+check "guest: flood started" e2e_wait '^vt-e2e: bgflood started' 30
+grown=0
+for _ in $(seq 100); do
+	[ "$(live_size "$sess")" -gt $((2 << 20)) ] && { grown=1; break; }
+	sleep 0.2
+done
+check "the live output grows while tracing (over 2 MiB before stop)" test "$grown" = 1
+check "guest: flood stopped" e2e_say bgstop
+check "guest: 300 numbered markers" e2e_run 300
+t0=$(date +%s.%N)
+sum=$(e2e_stop -o "$out" 2>&1)
+check "stop exits 0" test $? -eq 0
+t1=$(date +%s.%N)
+echo "$sum"
+awk -v a="$t0" -v b="$t1" 'BEGIN { printf "stop took %.2f s (live merge)\n", b - a }'
+check_out "stop hands out the live merge" '^  live: +merged while tracing' echo "$sum"
+check_out "collector.log: the follower finished" 'live merge: done' cat "$sess/collector.log"
+check "all 300 markers once, in order" e2e_markers "$out" 300
+check "host and guest interleaved" e2e_interleaved "$out"
+check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
+check "no transport loss" bash -c 'grep -q "transport 0 pages" <<<"$1"' _ "$sum"
+off=$T/offline.data
+check "offline merge of the same session" tc merge "$sess" -o "$off"
+live_counts=$(event_counts "$out")
+off_counts=$(event_counts "$off")
+echo "live:"; echo "$live_counts"; echo "offline:"; echo "$off_counts"
+check "the live merge holds the same events as the offline merge" test "$live_counts" = "$off_counts"
+
+# The follower killed mid-session: stop merges offline, nothing lost.
+sess2=$(e2e_start -e 'sched:sched_switch' --live-merge)
+check_out "start --live-merge (2)" "^$VM/sessions/" echo "$sess2"
+follower=
+for _ in $(seq 100); do
+	follower=$(pgrep -f "merge --follow $sess2" | head -n 1)
+	[ -n "$follower" ] && break
+	sleep 0.1
+done
+check "the follower runs" test -n "$follower"
+kill -9 "$follower" 2>/dev/null
+check "guest: 200 numbered markers" e2e_run 200
+sum2=$(e2e_stop -o "$T/out2.data" 2>&1)
+check "stop exits 0 after the follower died" test $? -eq 0
+echo "$sum2"
+check "stop merged offline (no live line)" bash -c '! grep -q "^  live:" <<<"$1"' _ "$sum2"
+check_out "collector.log says the follower failed" 'live merge: the follower failed' cat "$sess2/collector.log"
+check "all 200 markers once, in order" e2e_markers "$T/out2.data" 200
+check "guest powers off cleanly" e2e_end
+finish
