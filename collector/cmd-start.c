@@ -41,6 +41,8 @@
 	"                   and for each 'snapshot' (not with --guest-perf)\n"                       \
 	"  --live-merge     merge while tracing (a 'merge --follow' beside the daemon): stop then\n" \
 	"                   hands out the file in about a second at any size (not with --guest-perf)\n" \
+	"  -o -             live view: the live merge as pipe-mode perf.data on stdout while tracing\n" \
+	"                   ('| perf script -i -'); start stays in the foreground until stop\n" \
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"            \
 	"  --clock M        kvm: guest x86-tsc + KVM TSC offsets (exact); ptp: guest mono + probes;\n" \
 	"                   auto (default): kvm when KVM debugfs has this QEMU and the guest has x86-tsc\n" \
@@ -201,7 +203,10 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'H': o->host_events = optarg; return start_events_ok(optarg) ? 0 : -EINVAL;
 	case 'N': o->no_host = true; return 0;
 	case 'D': return start_abs(optarg, o->host_data, true);
-	case 'o': return start_abs(optarg, o->out, false);
+	case 'o':
+		if (!strcmp(optarg, "-")) /* the live merge to stdout: start stays in the foreground */
+			return o->live_stdout = o->live_merge = o->foreground = true, 0;
+		return start_abs(optarg, o->out, false);
 	case 'f': o->foreground = true; return 0;
 	case 'm': return util_parse_size(optarg, &o->max_size);
 	case 'W': return util_parse_size(optarg, &o->flight_recorder) < 0 || o->flight_recorder < (4u << 20) ? -EINVAL : 0;

@@ -64,6 +64,7 @@ struct start_opts {
 	uint64_t max_size;
 	uint64_t flight_recorder;     /* --flight-recorder SIZE: each guest CPU's newest SIZE kept */
 	bool live_merge;              /* --live-merge: merged while tracing (daemon-live.c) */
+	bool live_stdout;             /* -o -: the live merge as pipe-mode perf.data on stdout */
 	pid_t qemu_pid;
 	bool no_host;
 	bool foreground;

@@ -103,12 +103,14 @@ static int live_spawn(struct daemon *d, struct live *l)
 
 		dup2(pfd[0], 0);
 		if (fd >= 0) {
-			dup2(fd, 1);
+			if (!d->o->live_stdout) /* -o -: stdout is the user's pipe */
+				dup2(fd, 1);
 			dup2(fd, 2);
 		}
 		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a killed daemon leaves the session to 'merge' */
 		signal(SIGPIPE, SIG_DFL);
-		execl("/proc/self/exe", "trace-collector", "merge", "--follow", d->s.dir, "-o", out, (char *)NULL);
+		execl("/proc/self/exe", "trace-collector", "merge", "--follow", d->s.dir, "-o",
+		      d->o->live_stdout ? "-" : out, (char *)NULL);
 		dprintf(2, "cannot run trace-collector merge --follow: %s\n", strerror(errno));
 		_exit(127);
 	}
@@ -235,7 +237,9 @@ void live_end(struct daemon *d)
 	l->pid = 0;
 	/* exit 3: written, the clock unaligned (merge's own code): stop says so as it would */
 	if (w > 0 && WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3)) {
-		session_ini_set(d->s.dir, "live_merge", WEXITSTATUS(status) ? "done-unaligned" : "done");
+		/* -o -: the stream went to stdout; stop writes its file offline */
+		session_ini_set(d->s.dir, "live_merge", d->o->live_stdout ? "piped" :
+				WEXITSTATUS(status) ? "done-unaligned" : "done");
 		log_info("live merge: done %.2f s after the end (see %s/live-merge.log)",
 			 (double)(util_now_ns(CLOCK_MONOTONIC) - t0) / 1e9, d->s.dir);
 	} else {
@@ -243,4 +247,26 @@ void live_end(struct daemon *d)
 		log_warn("live merge: the follower failed (status %d, see %s/live-merge.log); stop merges offline",
 			 w > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1, d->s.dir);
 	}
+}
+
+void live_status(const struct daemon *d, FILE *f)
+{
+	const struct live *l = d->live;
+	char path[PATH_MAX + 32];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/live.data/data", d->s.dir);
+	if (stat(path, &st) < 0) {
+		snprintf(path, sizeof(path), "%s/live.data", d->s.dir);
+		if (stat(path, &st) < 0)
+			st.st_size = 0;
+	}
+	if (l->failed)
+		fprintf(f, "live merge: FAILED to start (stop merges offline)\n");
+	else if (!l->started)
+		fprintf(f, "live merge: waiting for every CPU's begin marker\n");
+	else
+		fprintf(f, "live merge: following (pid %d), %.1f MB written, host perf acked %llu of %llu pings%s\n",
+			(int)l->pid, (double)st.st_size / 1e6, (unsigned long long)l->acks, (unsigned long long)l->pings,
+			l->flush_refused ? "; the agent cannot flush: guest events wait for stop" : "");
 }

@@ -210,6 +210,8 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 	if (d->o->flight_recorder)
 		fprintf(f, "flight recorder: the newest %.1f MiB of each CPU kept, %.1f MiB dropped so far\n",
 			(double)d->o->flight_recorder / 1048576.0, (double)fr / 1048576.0);
+	if (d->live)
+		live_status(d, f);
 	fprintf(f, "spool: %.1f MB on disk\nhost perf: %s\n", (double)total / 1e6,
 		d->perf ? hostperf_state(d->perf, perf, sizeof(perf)) : d->o->host_data[0] ? d->o->host_data : "none");
 	fflush(f);

@@ -553,8 +553,8 @@ static void daemon_on_started(struct daemon *d, const struct vt_msg *m)
 	d->next_probe_ns = util_now_ns(CLOCK_MONOTONIC) + MIN(d->early_probe_ns, daemon_interval(d));
 	log_info("tracing: session %llu in %s", (unsigned long long)d->s.session_id, d->s.dir);
 	daemon_notify(d, "ok\n");
-	if (d->o->foreground)
-		printf("%s\n", d->s.dir), fflush(stdout);
+	if (d->o->foreground) /* -o -: stdout is the live perf.data stream */
+		fprintf(d->o->live_stdout ? stderr : stdout, "%s\n", d->s.dir), fflush(stdout);
 }
 
 static void daemon_on_stopped(struct daemon *d, const struct vt_msg *m)

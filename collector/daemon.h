@@ -102,6 +102,8 @@ bool live_flush_answer(struct daemon *d, uint32_t frame, bool ok, const char *er
 /* At finalize: "end" to the follower, its exit awaited, session.ini live_merge set. */
 void live_end(struct daemon *d);
 void live_free(struct live *l);
+/* status: the follower's state and how much it has written. */
+void live_status(const struct daemon *d, FILE *f);
 
 /* ---- daemon-report.c ---- */
 /* SESSION/agent-stats.ini from the STOPPED frame's per-CPU stats. */

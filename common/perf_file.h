@@ -17,6 +17,12 @@ struct perf_file_section {
 	uint64_t offset, size;
 };
 
+/* Pipe mode (perf record -o -): this, then records only (attrs and tracing data as records). */
+struct perf_pipe_file_header {
+	uint64_t magic; /* PERF_MAGIC2 */
+	uint64_t size;  /* 16 */
+};
+
 struct perf_file_header {
 	uint64_t magic, size, attr_size;
 	struct perf_file_section attrs, data, event_types;

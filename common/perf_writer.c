@@ -19,6 +19,7 @@
 struct perf_writer {
 	int fd;
 	int dfd;          /* the same file with O_DIRECT, or -1 */
+	bool pipe;        /* pipe mode: a stream, written in order, no header at the end */
 	uint64_t flushed; /* file offset of buf[0] */
 	char *path;
 	bool finished;
@@ -49,6 +50,13 @@ static int out_pwrite(int fd, const uint8_t *p, size_t n, uint64_t off)
 /* The buffer into the file at w->flushed: a whole block by the O_DIRECT fd, else buffered. */
 static int out_flush(struct perf_writer *w)
 {
+	if (w->pipe) {
+		int r = w->blen ? util_write_full(w->fd, w->buf, w->blen) : 0;
+
+		w->flushed += w->blen;
+		w->blen = 0;
+		return r;
+	}
 	int r = out_pwrite(w->blen == OUT_BUF && w->dfd >= 0 ? w->dfd : w->fd, w->buf, w->blen, w->flushed);
 
 	if (r == -EINVAL && w->dfd >= 0) { /* a file system that opens O_DIRECT but refuses it */
@@ -114,6 +122,46 @@ int perf_writer_open(const char *path, int level, struct perf_writer **ret)
 	}
 	*ret = w;
 	return 0;
+}
+
+static int zin_flush(struct perf_writer *w);
+
+int perf_writer_open_pipe(int fd, struct perf_writer **ret)
+{
+	struct perf_writer *w = calloc(1, sizeof(*w));
+	struct perf_pipe_file_header h = { .magic = PERF_MAGIC2, .size = sizeof(h) };
+	int r;
+
+	if (!w)
+		return -ENOMEM;
+	w->fd = -1;
+	w->dfd = -1;
+	w->pipe = true;
+	if (!(w->buf = malloc(OUT_BUF))) {
+		perf_writer_free(w);
+		return -ENOMEM;
+	}
+	w->fd = fd;
+	if ((r = out_put(w, &h, sizeof(h))) < 0) {
+		perf_writer_free(w);
+		return r;
+	}
+	*ret = w;
+	return 0;
+}
+
+int perf_writer_flush(struct perf_writer *w)
+{
+	int r = w->cs ? zin_flush(w) : 0;
+
+	return r < 0 ? r : out_flush(w);
+}
+
+int perf_writer_raw(struct perf_writer *w, const void *data, size_t len)
+{
+	int r = w->cs ? zin_flush(w) : 0;
+
+	return r < 0 ? r : out_put(w, data, len);
 }
 
 static int zrec_emit(struct perf_writer *w, size_t zlen)
@@ -235,6 +283,11 @@ int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs,
 		return -ENOMEM;
 	if (w->cs && (r = zin_flush(w)) < 0)
 		return r;
+	if (w->pipe) { /* the stream just ends: perf has had the attrs and tracing data first */
+		r = out_flush(w);
+		w->finished = r == 0;
+		return r;
+	}
 	h.data.offset = sizeof(h);
 	h.data.size = w->pos - sizeof(h);
 	for (size_t i = 0; i < n_feats; i++)
@@ -259,7 +312,7 @@ void perf_writer_free(struct perf_writer *w)
 		return;
 	if (w->dfd >= 0)
 		close(w->dfd);
-	if (w->fd >= 0) {
+	if (w->fd >= 0 && !w->pipe) {
 		close(w->fd);
 		if (!w->finished && w->path)
 			unlink(w->path);

@@ -19,6 +19,14 @@ struct perf_writer_feature {
 
 /* level 0 = no compression, 1..19 = zstd level (HEADER_COMPRESSED is then added). */
 int perf_writer_open(const char *path, int level, struct perf_writer **ret);
+/* Pipe mode (perf's `-o -` format) on fd: the pipe header now; the caller writes the attrs
+ * and tracing data as records first (perf_writer_raw for the bytes that follow a
+ * HEADER_TRACING_DATA record), then the data; finish only flushes (fd is the caller's). */
+int perf_writer_open_pipe(int fd, struct perf_writer **ret);
+/* Pipe mode: what is buffered goes out now (a reader sees it). */
+int perf_writer_flush(struct perf_writer *w);
+/* Raw bytes into the stream (not a record). */
+int perf_writer_raw(struct perf_writer *w, const void *data, size_t len);
 /* Appends one record (header included, size a multiple of 8). */
 int perf_writer_record(struct perf_writer *w, const void *rec);
 /* Writes features (sorted by bit here), attrs and the header; then the file is complete. */

@@ -288,6 +288,20 @@ static int follow_wait(struct merge_ctx *m, struct follow *f, int timeout_ms)
 	return 0;
 }
 
+/* Pipe mode, before waiting: a round marker after what was written (perf script shows a round
+ * once it ends) and the buffer out. */
+static int pipe_round(struct merge_ctx *m)
+{
+	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
+	int r = 0;
+
+	if (m->since_round) {
+		m->since_round = 0;
+		r = perf_writer_record(m->w, &round);
+	}
+	return r < 0 ? r : perf_writer_flush(m->w);
+}
+
 static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 {
 	for (;;) {
@@ -345,6 +359,8 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 			r = best->kind->emit(m, best->state);
 		} else if (!q && !best && !blocked) {
 			return 0;
+		} else if (m->pipe && (r = pipe_round(m)) < 0) {
+			return r;
 		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended &&
 			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns) {
 			f->next_refit_ns = now + (m->guest.clock_aligned ? FOLLOW_REFIT_NS : FOLLOW_REFIT_NS / 10);
@@ -691,21 +707,72 @@ static void merge_gbin_summary(const char *dir)
 			 st.bad, dir);
 }
 
+/* Pipe mode: the attrs as HEADER_ATTR records and the tracing data (the host's tracefs formats
+ * and the guest's, as the file's would be) as a HEADER_TRACING_DATA record and its bytes, before
+ * any event: perf reads a pipe in order. */
+static int pipe_preamble(struct merge_ctx *m, int fd)
+{
+	_cleanup_free_ uint8_t *td = NULL;
+	size_t td_len = 0;
+	int r = perf_writer_open_pipe(fd, &m->w);
+
+	for (size_t i = 0; r == 0 && i < m->n_attrs; i++) {
+		const struct perf_attr_ids *a = &m->attrs[i];
+		size_t len = sizeof(struct perf_event_header) + PERF_ATTR_SIZE + a->n_ids * 8;
+		struct perf_event_header h = { .type = PERF_REC_HEADER_ATTR, .size = (uint16_t)len };
+		struct perf_event_attr at = a->attr;
+
+		if (len > sizeof(m->rec))
+			return -E2BIG;
+		at.size = PERF_ATTR_SIZE;
+		memcpy(m->rec, &h, sizeof(h));
+		memcpy(m->rec + sizeof(h), &at, PERF_ATTR_SIZE);
+		memcpy(m->rec + sizeof(h) + PERF_ATTR_SIZE, a->ids, a->n_ids * 8);
+		r = perf_writer_record(m->w, m->rec);
+	}
+	if (r == 0 && m->have_td && (r = tracing_data_build(&m->td, &td, &td_len)) == 0) {
+		uint32_t aligned = (uint32_t)((td_len + 7) & ~(size_t)7);
+		struct { struct perf_event_header h; uint32_t size, pad; } rec = {
+			{ .type = PERF_REC_TRACING_DATA, .size = 16 }, aligned, 0 };
+		static const uint8_t zero[8];
+
+		r = perf_writer_record(m->w, &rec);
+		if (r == 0)
+			r = perf_writer_raw(m->w, td, td_len);
+		if (r == 0 && aligned > td_len)
+			r = perf_writer_raw(m->w, zero, aligned - td_len);
+	}
+	return r < 0 ? r : perf_writer_flush(m->w);
+}
+
 int merge_run(const struct merge_options *o)
 {
 	_cleanup_free_ struct merge_ctx *m = calloc(1, sizeof(*m));
 	char data[PATH_MAX];
-	int r;
+	int r, out_fd = -1;
 
 	if (!m)
 		return -ENOMEM;
 	m->first_sample = UINT64_MAX;
 	m->zstd = o->zstd_level;
+	/* -o - (following only): pipe-mode perf.data on stdout, for 'perf script -i -'; the
+	 * summary and logs go to stderr. */
+	m->pipe = o->follow && !strcmp(o->output, "-");
+	if (m->pipe && ((out_fd = dup(1)) < 0 || dup2(2, 1) < 0)) {
+		r = -errno;
+		goto out;
+	}
 	if ((r = merge_prepare(m, o)) < 0)
 		goto out;
-	if ((r = merge_dir_prepare(m, o->output, data, sizeof(data))) < 0)
+	if (m->pipe) {
+		snprintf(data, sizeof(data), "standard output");
+		if ((r = pipe_preamble(m, out_fd)) < 0) {
+			log_error("standard output: cannot write the pipe-mode header: %s", strerror(-r));
+			goto out;
+		}
+	} else if ((r = merge_dir_prepare(m, o->output, data, sizeof(data))) < 0) {
 		goto out;
-	if ((r = perf_writer_open(data, o->zstd_level, &m->w)) < 0) {
+	} else if ((r = perf_writer_open(data, o->zstd_level, &m->w)) < 0) {
 		log_error("%s: cannot create: %s", data, strerror(-r));
 		goto out;
 	}
@@ -733,7 +800,7 @@ int merge_run(const struct merge_options *o)
 		log_error("%s: cannot write: %s", data, strerror(-r));
 		goto out;
 	}
-	if ((r = merge_dir_finish(m, o->session_dir, o->output)) < 0) {
+	if (!m->pipe && (r = merge_dir_finish(m, o->session_dir, o->output)) < 0) {
 		log_error("%s: cannot add the guest's kallsyms (perf would not name guest kernel functions): %s",
 			  o->output, strerror(-r));
 		goto out;
@@ -759,6 +826,8 @@ int merge_run(const struct merge_options *o)
 	}
 out:
 	perf_writer_free(m->w);
+	if (out_fd >= 0)
+		close(out_fd);
 	merge_out_free(m);
 	merge_host_free(&m->host);
 	merge_guest_free(&m->guest);

@@ -29,6 +29,7 @@ struct merge_ctx {
 	uint64_t guest_samples, guest_lost_records, host_written;
 	int zstd;
 	bool out_dir; /* OUT is a perf.data directory (dir.c) */
+	bool pipe;    /* pipe-mode output on stdout (merge --follow -o -) */
 	struct merge_source *src; /* every guest stream */
 	size_t n_src;
 	uint8_t rec[65536 + 64] __attribute__((aligned(8)));

@@ -4,6 +4,8 @@
 # stop); stop hands out its file: every marker once and in order, host and guest interleaved,
 # perf reads it without a warning, and it holds the same events as an offline merge of the same
 # session dir. Then a session whose follower is killed mid-way: stop merges offline, complete.
+# Then the live view: start -o - | perf script -i - shows guest markers before stop, and all
+# of them once the stream ends at stop.
 . "$(dirname "$0")/lib.sh"
 
 e2e_init live
@@ -25,6 +27,7 @@ for _ in $(seq 100); do
 	sleep 0.2
 done
 check "the live output grows while tracing (over 2 MiB before stop)" test "$grown" = 1
+check_out "status shows the live merge" '^live merge: following \(pid [0-9]+\), [0-9.]+ MB written, host perf acked [1-9]' e2e_status
 check "guest: flood stopped" e2e_say bgstop
 check "guest: 300 numbered markers" e2e_run 300
 t0=$(date +%s.%N)
@@ -64,5 +67,28 @@ echo "$sum2"
 check "stop merged offline (no live line)" bash -c '! grep -q "^  live:" <<<"$1"' _ "$sum2"
 check_out "collector.log says the follower failed" 'live merge: the follower failed' cat "$sess2/collector.log"
 check "all 200 markers once, in order" e2e_markers "$T/out2.data" 200
+# The live view: start -o - streams pipe-mode perf.data; perf script reads it as it comes.
+view=$T/view.txt
+( tc start --name "$VM_NAME" --dir "$VM" --run-dir "$RUN" -e 'sched:sched_switch' -o - 2>"$T/view.err" |
+	"$PERF" script -i - >"$view" 2>"$T/view.perr"; echo "exit ${PIPESTATUS[*]}" >"$T/view.rc" ) &
+viewer=$!
+for _ in $(seq 300); do e2e_status 2>/dev/null | grep -q '^state: tracing' && break; sleep 0.1; done
+check_out "start -o -: tracing, in the foreground" '^state: tracing' e2e_status
+check "guest: 200 numbered markers" e2e_run 200
+seen=0
+for _ in $(seq 200); do
+	seen=$(grep -c 'vt-e2e line' "$view" 2>/dev/null)
+	[ "${seen:-0}" -gt 0 ] && break
+	sleep 0.1
+done
+check "perf script shows guest markers while tracing ($seen before stop)" test "${seen:-0}" -gt 0
+sum3=$(e2e_stop -o "$T/out3.data" 2>&1)
+check "stop exits 0" test $? -eq 0
+for _ in $(seq 300); do [ -f "$T/view.rc" ] && break; sleep 0.1; done
+check_out "the stream ends at stop: start and perf script exit 0" '^exit 0 0$' cat "$T/view.rc"
+check "perf script read the stream without a warning" bash -c '! test -s "$1" || { head -c 600 "$1" >&2; false; }' _ "$T/view.perr"
+check "the stream holds all 200 markers" test "$(grep -c 'vt-e2e line' "$view")" -eq 200
+check "the stream holds host events too" grep -q ' sched:sched_switch:' "$view"
+check "stop still writes its file (offline)" e2e_markers "$T/out3.data" 200
 check "guest powers off cleanly" e2e_end
 finish
