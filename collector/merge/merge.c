@@ -173,25 +173,35 @@ static struct merge_source *source_min(struct merge_ctx *m, uint64_t *ret_ts)
 	return best;
 }
 
+/* The host's next timed record in *q (1), 2 (following: none yet, m->host.bound), 0 (none
+ * left) or -errno; untimed records on the way are written at once. */
+static int host_next(struct merge_ctx *m, struct host_rec **q)
+{
+	for (;;) {
+		bool imm = false;
+		int r = m->host.present ? merge_host_peek(&m->host, q, &imm) : 0;
+
+		if (r != 1 || !imm)
+			return r;
+		merge_host_take(&m->host);
+		r = emit_host(m, *q, true);
+		free(*q);
+		*q = NULL;
+		if (r < 0)
+			return r;
+	}
+}
+
 static int merge_loop(struct merge_ctx *m)
 {
 	for (;;) {
 		struct host_rec *q = NULL;
-		bool imm = false;
 		uint64_t gts;
 		struct merge_source *g;
-		int r = m->host.present ? merge_host_peek(&m->host, &q, &imm) : 0;
+		int r = host_next(m, &q);
 
 		if (r < 0)
 			return r;
-		if (r > 0 && imm) {
-			merge_host_take(&m->host);
-			r = emit_host(m, q, true);
-			free(q);
-			if (r < 0)
-				return r;
-			continue;
-		}
 		g = source_min(m, &gts);
 		if (q && (!g || q->ts <= gts)) { /* the host first on ties */
 			merge_host_take(&m->host);
@@ -307,20 +317,12 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 	for (;;) {
 		struct host_rec *q = NULL;
 		struct merge_source *best = NULL;
-		bool imm = false, blocked = false;
+		bool blocked = false;
 		uint64_t bt = UINT64_MAX, bound = UINT64_MAX, now, t;
-		int r = m->host.present ? merge_host_peek(&m->host, &q, &imm) : 0;
+		int r = host_next(m, &q);
 
 		if (r < 0)
 			return r;
-		if (r == 1 && imm) {
-			merge_host_take(&m->host);
-			r = emit_host(m, q, true);
-			free(q);
-			if (r < 0)
-				return r;
-			continue;
-		}
 		if (r == 2)
 			blocked = true, bound = m->host.bound, q = NULL;
 		/* No guest time converts before a fit exists (the cycle clock's rate needs the
