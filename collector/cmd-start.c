@@ -42,7 +42,7 @@
 	"  --live-merge     merge while tracing (a 'merge --follow' beside the daemon): stop then\n" \
 	"                   hands out the file in about a second at any size (not with --guest-perf)\n" \
 	"  -o -             live view: the live merge as pipe-mode perf.data on stdout while tracing\n" \
-	"                   ('| perf script -i -'); start stays in the foreground until stop\n" \
+	"                   (pipe it into perf script); start stays in the foreground until stop\n" \
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"            \
 	"  --clock M        kvm: guest x86-tsc + KVM TSC offsets (exact); ptp: guest mono + probes;\n" \
 	"                   auto (default): kvm when KVM debugfs has this QEMU and the guest has x86-tsc\n" \

@@ -9,7 +9,9 @@ stop (which merges, host perf record -k CLOCK_MONOTONIC included) every marker's
 timestamp in the merged perf.data, read by perf script, must lie between its two host times.
 Prints the violations (must be 0), the median and worst distance to the interval's midpoint,
 and the control port's round-trip times.
-  usage: test-clock-accuracy.py [--seconds N] [--interval SEC] [--result FILE]"""
+With --live the session runs --live-merge: the markers are converted while tracing, with the
+fit of the probes so far, and must lie between their probe's times all the same.
+  usage: test-clock-accuracy.py [--seconds N] [--interval SEC] [--result FILE] [--live]"""
 import argparse
 import os
 import re
@@ -39,12 +41,13 @@ def pct(values, p):
     return v[min(len(v) - 1, int(p / 100 * len(v)))]
 
 
-def record(g, tmp, seconds, interval):
+def record(g, tmp, seconds, interval, live):
     run_dir, out = f"{tmp}/run", f"{tmp}/merged.data"
     os.makedirs(run_dir)
     r = collector("start", "--name", "vt-e2e", "--dir", g.dir, "--run-dir", run_dir, "--clock", "ptp",
                   "--probe-interval", str(interval), "--holdout-probes", "-e", "sched:sched_switch",
-                  "--host-events", "sched:sched_switch", "-o", out, timeout=120)
+                  "--host-events", "sched:sched_switch", "-o", out, *(["--live-merge"] if live else []),
+                  timeout=120)
     if r.returncode != 0:
         fail(f"trace-collector start failed ({r.returncode}): {r.stderr}")
     session = r.stdout.strip().splitlines()[-1]
@@ -67,6 +70,10 @@ def record(g, tmp, seconds, interval):
     if not re.search(r"clock: +aligned \(ptp, \d+ segments, \d+ samples, error bound \d+ ns\)$", r.stdout, re.M):
         fail(f"the merge did not apply clock.ini:\n{r.stdout}")
     ok("the merge applied clock.ini (aligned, not recovered)")
+    if live:
+        if not re.search(r"^  live: +merged while tracing; clock refitted [1-9]", r.stdout, re.M):
+            fail(f"stop did not hand out the live merge:\n{r.stdout}")
+        ok("stop handed out the live merge (guest times converted with the fit of the probes so far)")
     return session, out, int(m.group(3))
 
 
@@ -135,11 +142,12 @@ def main():
     ap.add_argument("--interval", type=float, default=0.25)
     ap.add_argument("--result")
     ap.add_argument("--keep", help="copy the session's clock files here (for analysis)")
+    ap.add_argument("--live", action="store_true", help="start --live-merge: the markers converted while tracing")
     a = ap.parse_args()
 
     def body(g, tmp):
         g.wait("guest up, agent started", "vt-e2e: waiting for go", 90)
-        session, out, bound = record(g, tmp, a.seconds, a.interval)
+        session, out, bound = record(g, tmp, a.seconds, a.interval, a.live)
         check_session_ini(session, bound)
         if a.keep:
             os.makedirs(a.keep, exist_ok=True)
