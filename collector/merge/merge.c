@@ -229,7 +229,7 @@ static int merge_loop(struct merge_ctx *m)
  * record is written once no source can still bring an earlier one; until "end" the merge waits
  * for the others, so memory stays one round of host records and one page per vCPU. */
 #define FOLLOW_WAIT_MS 50
-#define FOLLOW_REFIT_NS 2000000000ull
+#define FOLLOW_REFIT_NS 200000000ull /* at most this often, when clock.samples grew */
 
 struct follow {
 	int fd, dfd;
@@ -239,7 +239,19 @@ struct follow {
 	uint64_t next_refit_ns;
 	unsigned refits;
 	uint64_t clamped; /* guest times raised to the last time written (a refit moved them back) */
+	off_t samples_size; /* clock.samples when last fitted */
 };
+
+/* Whether new probes came since the last fit (clock.samples grew). */
+static bool samples_grew(struct follow *f)
+{
+	struct stat st;
+
+	if (fstatat(f->dfd, "clock.samples", &st, 0) < 0 || st.st_size == f->samples_size)
+		return false;
+	f->samples_size = st.st_size;
+	return true;
+}
 
 static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd)
 {
@@ -329,6 +341,11 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 		 * early probes): everything waits for it. */
 		if (m->guest.present && m->guest.follow && !m->guest.clock_aligned)
 			blocked = true, bound = 0;
+		/* A guest time after the newest probe would be extrapolated by the fit (on a cycle
+		 * clock, off by its rate error times the distance): nothing is written past it until
+		 * a later probe is in the fit, so every conversion is an interpolation. */
+		if (m->guest.present && m->guest.follow && m->guest.live_fit_until)
+			blocked = true, bound = MIN(bound, m->guest.live_fit_until);
 		for (size_t i = 0; i < m->n_src && bound; i++) {
 			struct guest_cpu *c = m->src[i].state;
 
@@ -363,10 +380,10 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 			return 0;
 		} else if (m->pipe && (r = pipe_round(m)) < 0) {
 			return r;
-		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended &&
-			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns) {
-			f->next_refit_ns = now + (m->guest.clock_aligned ? FOLLOW_REFIT_NS : FOLLOW_REFIT_NS / 10);
-			if (m->guest.present && merge_meta_clock_live(&m->guest, f->dfd) == 0)
+		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended && m->guest.present &&
+			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns && samples_grew(f)) {
+			f->next_refit_ns = now + FOLLOW_REFIT_NS;
+			if (merge_meta_clock_live(&m->guest, f->dfd) == 0)
 				f->refits++;
 		}
 		if (r < 0)

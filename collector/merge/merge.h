@@ -114,6 +114,8 @@ struct merge_guest {
 	bool session_read;    /* session.ini was valid */
 	bool follow;          /* set before merge_guest_load: the session is still tracing */
 	bool followed;        /* it was: the spools may have grown since they were opened */
+	uint64_t live_fit_until; /* following: host time of the newest probe in the fit (guest times
+				  * later than it would be extrapolated: they wait for the next) */
 	char host_data[4096]; /* session.ini host_data, may be empty */
 	char missing_cpus[1280]; /* session.ini: CPUs not traced (start --allow-partial) */
 	uint32_t ncpus, page_size;

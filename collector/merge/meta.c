@@ -169,7 +169,17 @@ void merge_meta_notes(struct merge_guest *g, int dfd)
 
 /* clock.ini text for a fit of a samples file (clock.samples, perf-clock.samples); *why says
  * what failed. */
+static int fit_samples_max(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen,
+			   uint64_t *ret_host_max);
+
 static int fit_samples(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen)
+{
+	return fit_samples_max(dfd, name, ret_text, ret_len, why, whylen, NULL);
+}
+
+/* The fit of a samples file; *ret_host_max (when asked) gets the newest sample's host time. */
+static int fit_samples_max(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen,
+			   uint64_t *ret_host_max)
 {
 	_cleanup_free_ struct clock_sample *s = NULL;
 	struct clock_fit fit;
@@ -193,6 +203,8 @@ static int fit_samples(int dfd, const char *name, char **ret_text, size_t *ret_l
 		snprintf(why, whylen, "%s holds no usable probe (%zu lines)", name, n);
 		return r;
 	}
+	for (size_t i = 0; ret_host_max && i < n; i++)
+		*ret_host_max = MAX(*ret_host_max, s[i].host_send);
 	if (!(f = open_memstream(ret_text, ret_len)))
 		return -ENOMEM;
 	r = clockfit_write_ini(f, "ptp", &fit);
@@ -317,7 +329,8 @@ int merge_meta_clock_live(struct merge_guest *g, int dfd)
 	struct clock_map c = { 0 };
 	char why[160];
 	size_t len = 0;
-	int r = fit_samples(dfd, "clock.samples", &text, &len, why, sizeof(why));
+	uint64_t newest = 0;
+	int r = fit_samples_max(dfd, "clock.samples", &text, &len, why, sizeof(why), &newest);
 
 	if (r < 0)
 		return r; /* the fit so far stays (a line being written, say) */
@@ -333,6 +346,7 @@ int merge_meta_clock_live(struct merge_guest *g, int dfd)
 	g->clock = c;
 	g->clock_aligned = true;
 	g->clock_recovered = false;
+	g->live_fit_until = newest;
 	snprintf(g->clock_why, sizeof(g->clock_why), "fitted while tracing from clock.samples");
 	clock_window(g);
 	return 0;
