@@ -803,6 +803,11 @@ int merge_run(const struct merge_options *o)
 			close(f.dfd);
 		if (r == 0 && (r = follow_final_td(m)) < 0)
 			log_error("%s: the host recording's final tracing data is malformed", o->session_dir);
+		if (r == -EPIPE) {
+			log_error("live merge stopped: its daemon is gone (no 'end' came); %s is unfinished: merge "
+				  "the session with 'trace-collector merge %s -o OUT'", data, o->session_dir);
+			goto out;
+		}
 		if (r < 0) {
 			log_error("live merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
 			goto out;
