@@ -264,7 +264,7 @@ int perf_reader_finish(struct perf_reader *r, char *err, size_t errlen)
 	return 0;
 }
 
-uint64_t perf_reader_data_pos(const struct perf_reader *r)
+uint64_t perf_reader_read_pos(const struct perf_reader *r)
 {
 	return r->pos;
 }

@@ -29,7 +29,7 @@ int perf_reader_open_follow(const char *path, struct perf_reader **ret, char *er
 void perf_reader_set_end(struct perf_reader *r, uint64_t end);
 int perf_reader_finish(struct perf_reader *r, char *err, size_t errlen);
 /* File offset up to which bytes were read (a record cut at the end waits in the buffer). */
-uint64_t perf_reader_data_pos(const struct perf_reader *r);
+uint64_t perf_reader_read_pos(const struct perf_reader *r);
 
 size_t perf_reader_n_attrs(const struct perf_reader *r);
 const struct perf_attr_ids *perf_reader_attr(const struct perf_reader *r, size_t i);

@@ -382,6 +382,11 @@ static bool page_there(struct merge_guest *g, struct guest_cpu *c)
 		return true;
 	if (!g->followed)
 		return false;
+	if (g->follow && c->stat_gen == g->follow_gen) { /* looked since the last wait: no fstat per record */
+		c->blocked = true;
+		return false;
+	}
+	c->stat_gen = g->follow_gen;
 	if (fstat(c->fd, &st) == 0 && (uint64_t)st.st_size > c->data_end)
 		c->data_end = c->data_off + ((uint64_t)st.st_size - c->data_off) / g->page_size * g->page_size;
 	if (c->pos + g->page_size <= c->data_end)

@@ -296,9 +296,12 @@ int merge_host_peek(struct merge_host *h, struct host_rec **ret, bool *ret_immed
 			 * before the daemon's horizon once the data up to it is read. */
 			uint64_t limit = h->max_ts_prev_round;
 
-			if (perf_reader_data_pos(h->r) >= h->horizon_size && h->horizon_ts)
+			if (perf_reader_read_pos(h->r) >= h->horizon_size && h->horizon_ts)
 				limit = MAX(limit, h->horizon_ts - 1);
 			h->bound = limit + 1;
+			if (limit == h->bound_limit && h->seq == h->bound_seq)
+				return 2; /* nothing new since the last look: no sort per guest record */
+			h->bound_limit = limit, h->bound_seq = h->seq;
 			h->qready = queue_release(h, limit);
 			if (h->qready == 0)
 				return 2;

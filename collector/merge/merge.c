@@ -291,6 +291,7 @@ static int follow_wait(struct merge_ctx *m, struct follow *f, int timeout_ms)
 	ssize_t n;
 	int r;
 
+	m->guest.follow_gen++; /* the spools may have grown meanwhile */
 	if (poll(&p, 1, timeout_ms) <= 0)
 		return 0;
 	n = read(f->fd, buf, sizeof(buf));

@@ -92,6 +92,7 @@ struct guest_cpu {
 	uint64_t flush_markers; /* FLUSH answers between the pages (skipped) */
 	bool blocked;           /* following: peek found no page yet, the spool is not at its end */
 	uint64_t bound_raw;     /* following: the newest flush marker's guest time */
+	uint64_t stat_gen;      /* following: follow_gen when the spool's size was last read */
 	uint64_t end_overrun;       /* the ring's overrun in the end marker */
 	uint64_t ring_lost_written; /* ring losses reported so far (LOST_SAMPLES) */
 	uint8_t *page;
@@ -114,6 +115,7 @@ struct merge_guest {
 	bool session_read;    /* session.ini was valid */
 	bool follow;          /* set before merge_guest_load: the session is still tracing */
 	bool followed;        /* it was: the spools may have grown since they were opened */
+	uint64_t follow_gen;  /* following: +1 at each wait for more data (spool sizes read again) */
 	uint64_t live_fit_until; /* following: host time of the newest probe in the fit (guest times
 				  * later than it would be extrapolated: they wait for the next) */
 	char host_data[4096]; /* session.ini host_data, may be empty */
@@ -286,6 +288,7 @@ struct merge_host {
 	uint64_t horizon_size, horizon_ts; /* every record before horizon_ts is in the first
 					    * horizon_size bytes (the daemon's word, after a ping) */
 	uint64_t bound;                    /* peek returned 2: no later record is before this */
+	uint64_t bound_limit, bound_seq;   /* the release that returned 2: redone only when a record came or the limit moved */
 	char err[256];
 };
 
