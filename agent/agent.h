@@ -168,7 +168,11 @@ struct perf_pump {
 	pthread_t thread;
 	struct pump_shared *sh;
 	struct vt_perf_stats stats; /* owned by the thread until joined */
+	int flush_efd;              /* FLUSH: drain the perf ring now, then a perf flush marker */
+	uint64_t flush_seq;         /* atomic */
 };
+/* FLUSH: the perf stream sends what its ring holds now, then a perf flush marker with seq. */
+void perf_flush(struct perf_pump *p, uint64_t seq);
 /* Checks the guest perf part of a config (events, rate, ring, clock; each event opened once on
  * CPU 0): 0, or -errno with *ret_msg saying what is wrong. */
 int perf_config_check(const struct agent_config *c, char **ret_msg);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -39,6 +40,7 @@ struct perf_io {
 	bool copy; /* write() from the mapping instead of vmsplice (see perf_copy_reason) */
 	struct pump_shared *sh;
 	struct vt_perf_stats *stats;
+	struct perf_pump *self;
 };
 
 static void perf_io_close(struct perf_io *io)
@@ -403,15 +405,41 @@ static int perf_move(struct perf_io *io)
 	return 0;
 }
 
-/* Waits for the ring's watermark (half the ring), flush_ms, or stop. */
+/* FLUSH: the ring's records up to now, then a perf flush marker with the request's seq and the
+ * perf clock read before the drain. This thread runs on the ring's CPU, so every record of it
+ * with an earlier time is committed when the drain reads data_head (docs/protocol.md §3). */
+static int perf_flush_now(struct perf_io *io)
+{
+	_cleanup_free_ void *page = NULL;
+	struct vt_flush_marker f = { .guest_time = util_now_ns(io->sh->perf_clockid) };
+	struct vt_perf_marker m;
+	uint64_t v;
+	int r;
+
+	if (read(io->self->flush_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return -errno;
+	if ((r = perf_move(io)) < 0)
+		return r;
+	f.seq = __atomic_load_n(&io->self->flush_seq, __ATOMIC_ACQUIRE);
+	m = (struct vt_perf_marker){ .nr_ids = (uint32_t)io->nfd, .clockid = (uint32_t)io->sh->perf_clockid,
+				     .stats = *io->stats };
+	memcpy(m.ids, io->ids, io->nfd * sizeof(io->ids[0]));
+	if (!(page = malloc(io->sh->page_size)))
+		return -ENOMEM;
+	vt_marker_encode_perf_flush(page, io->sh->page_size, io->sh->session, io->stats->cpu, &m, &f);
+	return pump_port_write(&io->port, page, io->sh->page_size);
+}
+
+/* Waits for the ring's watermark (half the ring), flush_ms, a flush request, or stop. */
 static int perf_loop(struct perf_io *io)
 {
-	struct pollfd pfd[3] = { { .fd = io->fd[0], .events = POLLIN },
+	struct pollfd pfd[4] = { { .fd = io->fd[0], .events = POLLIN },
 				 { .fd = io->sh->stop_efd, .events = POLLIN },
-				 { .fd = io->sh->abort_efd, .events = POLLIN } };
+				 { .fd = io->sh->abort_efd, .events = POLLIN },
+				 { .fd = io->self->flush_efd, .events = POLLIN } };
 
 	for (;;) {
-		int n = poll(pfd, 3, io->sh->flush_ms), r;
+		int n = poll(pfd, 4, io->sh->flush_ms), r;
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -424,7 +452,7 @@ static int perf_loop(struct perf_io *io)
 			return 0;
 		if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL))
 			return -EIO;
-		r = perf_move(io);
+		r = pfd[3].revents ? perf_flush_now(io) : perf_move(io);
 		if (r < 0)
 			return r;
 	}
@@ -492,7 +520,7 @@ static void *perf_thread(void *arg)
 	struct perf_pump *p = arg;
 	struct perf_io io = { .pipe_r = -1, .pipe_w = -1, .in = -1,
 			      .port = { .fd = -1, .abort_efd = p->sh->abort_efd, .wait_ms = -1 },
-			      .sh = p->sh, .stats = &p->stats };
+			      .sh = p->sh, .stats = &p->stats, .self = p };
 	bool ready_sent = false;
 	int r = perf_stream(&io, &ready_sent);
 
@@ -510,9 +538,25 @@ int perf_start(struct perf_pump *p)
 	int r;
 
 	p->stats = (struct vt_perf_stats){ .cpu = p->cpu };
+	p->flush_seq = 0;
+	p->flush_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (p->flush_efd < 0)
+		return -errno;
 	r = pump_thread_pinned(&p->thread, p->cpu, perf_thread, p);
 	p->thread_started = r == 0;
+	if (r < 0) {
+		close(p->flush_efd);
+		p->flush_efd = -1;
+	}
 	return r;
+}
+
+void perf_flush(struct perf_pump *p, uint64_t seq)
+{
+	if (!p->thread_started)
+		return;
+	__atomic_store_n(&p->flush_seq, seq, __ATOMIC_RELEASE);
+	pump_signal(p->flush_efd);
 }
 
 void perf_join(struct perf_pump *p)
@@ -520,4 +564,7 @@ void perf_join(struct perf_pump *p)
 	if (p->thread_started)
 		pthread_join(p->thread, NULL);
 	p->thread_started = false;
+	if (p->flush_efd >= 0)
+		close(p->flush_efd);
+	p->flush_efd = -1;
 }

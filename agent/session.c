@@ -148,6 +148,7 @@ static unsigned session_launch_perf(struct agent *a)
 
 		p->cpu = cpu;
 		p->sh = &a->sh;
+		p->flush_efd = -1;
 		p->stats = (struct vt_perf_stats){ .cpu = cpu, .error = -ENXIO };
 		if (!session_cpu_online(cpu))
 			continue;
@@ -351,8 +352,11 @@ int session_flush(struct agent *a, uint64_t id, uint64_t seq)
 		return -EALREADY;
 	if (id != a->session)
 		return -ESTALE;
-	for (unsigned cpu = 0; cpu < a->ncpus; cpu++)
+	for (unsigned cpu = 0; cpu < a->ncpus; cpu++) {
 		pump_flush(&a->pumps[cpu], seq);
+		if (a->perf)
+			perf_flush(&a->perf[cpu], seq);
+	}
 	return 0;
 }
 

@@ -40,7 +40,7 @@
 	"                   records into its overwritable ring (perf's overwrite mode), written at stop\n" \
 	"                   and for each 'snapshot' (not with --guest-perf)\n"                       \
 	"  --live-merge     merge while tracing (a 'merge --follow' beside the daemon): stop then\n" \
-	"                   hands out the file in about a second at any size (not with --guest-perf)\n" \
+	"                   hands out the file in about a second at any size\n"                       \
 	"  -o -             live view: the live merge as pipe-mode perf.data on stdout while tracing\n" \
 	"                   (pipe it into perf script); start stays in the foreground until stop\n" \
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"            \
@@ -305,10 +305,9 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 			  "--host-data names a finished recording: drop it, or use --no-host");
 		return -EINVAL;
 	}
-	if (o->live_merge && (o->flight_recorder || o->perf.events || o->host_data[0])) {
-		log_error("--live-merge merges the guest's ftrace streams with host perf while tracing; %s",
+	if (o->live_merge && (o->flight_recorder || o->host_data[0])) {
+		log_error("--live-merge merges the guest's streams with host perf while tracing; %s",
 			  o->flight_recorder ? "with --flight-recorder the window is merged at stop: drop one of them" :
-			  o->perf.events ? "guest perf streams are not merged live yet: drop --guest-perf" :
 			  "--host-data names a finished recording: drop it, or use --no-host");
 		return -EINVAL;
 	}

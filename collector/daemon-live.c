@@ -121,12 +121,13 @@ static int live_spawn(struct daemon *d, struct live *l)
 	return 0;
 }
 
-/* Every streaming CPU's spool has its begin marker: the follower can open them. */
+/* Every streaming CPU's spool (ftrace and guest perf) has its begin marker: the follower can
+ * open them. */
 static bool live_spools_begun(const struct daemon *d)
 {
 	struct spool_stats st;
 
-	for (unsigned k = 0; k < COLLECTOR_MAX_CPUS; k++) {
+	for (unsigned k = 0; k < 2 * COLLECTOR_MAX_CPUS; k++) {
 		if (!d->spools[k] || d->cpu_missing[k])
 			continue;
 		spool_stats(d->spools[k], &st);

@@ -130,13 +130,13 @@ void daemon_snapshot_flush_answer(struct daemon *d, bool ok, const char *err)
 		 err, 2 * d->o->flush_ms);
 }
 
-/* Whether every ftrace stream that still runs has answered this snapshot's FLUSH. Guest perf
- * streams send no flush markers: with them the flush interval is waited out. */
+/* Whether every stream that still runs (ftrace and guest perf) has answered this snapshot's
+ * FLUSH; an agent whose perf streams send no flush marker (older) gets the flush interval. */
 static bool daemon_snapshot_flushed(const struct daemon *d)
 {
 	struct spool_stats st;
 
-	if (d->snap_flush_refused || d->o->perf.events)
+	if (d->snap_flush_refused)
 		return false;
 	for (unsigned k = 0; k < COLLECTOR_MAX_CPUS; k++) {
 		if (!d->spools[k])

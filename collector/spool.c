@@ -308,19 +308,28 @@ static void spool_scan_pages(struct spool *s)
 	}
 }
 
-/* A perf marker at a record boundary: this session's end, or a marker that is not ours. */
+/* A perf marker at a record boundary: this session's end, a flush marker (FLUSH's answer: the
+ * ring was drained up to here), or a marker that is not ours. */
 static void spool_perf_marker(struct spool *s)
 {
 	struct vt_marker m = { 0 };
 	struct vt_perf_marker pm;
+	struct vt_flush_marker f;
 
 	if (spool_pread(s, s->page, s->page_size, s->scan_off) == 0 &&
-	    vt_marker_decode(s->page, s->page_size, &m) == 1 && m.kind == VT_MARKER_PERF_END &&
-	    m.session_id == s->session_id && m.cpu == s->cpu &&
+	    vt_marker_decode(s->page, s->page_size, &m) == 1 && m.session_id == s->session_id && m.cpu == s->cpu &&
 	    vt_marker_decode_perf(s->page, s->page_size, &m, &pm) == 0) {
-		s->st.ended = true;
-		s->st.perf_end = pm.stats;
-		return;
+		if (m.kind == VT_MARKER_PERF_END) {
+			s->st.ended = true;
+			s->st.perf_end = pm.stats;
+			return;
+		}
+		if (m.kind == VT_MARKER_PERF_FLUSH && vt_marker_decode_flush(s->page, s->page_size, &m, &f) == 0) {
+			s->st.flush_markers++;
+			s->st.flush_seq = f.seq;
+			s->scan_off += s->page_size;
+			return;
+		}
 	}
 	s->st.bad_markers++;
 	s->scan_off += 8; /* not ours: walk on (the merge validates again) */

@@ -49,7 +49,7 @@ int vt_marker_decode(const void *page, size_t len, struct vt_marker *ret)
 	m.cpu = le32toh(m.cpu);
 	m.page_size = le32toh(m.page_size);
 	stats_swap(&m.stats, 0);
-	if (m.version != VT_MARKER_VERSION || m.kind < VT_MARKER_BEGIN || m.kind > VT_MARKER_FLUSH ||
+	if (m.version != VT_MARKER_VERSION || m.kind < VT_MARKER_BEGIN || m.kind > VT_MARKER_PERF_FLUSH ||
 	    m.page_size < VT_MARKER_MIN_PAGE || m.page_size > VT_MARKER_MAX_PAGE ||
 	    (m.page_size & (m.page_size - 1)) || m.page_size != len)
 		return -EBADMSG;
@@ -92,7 +92,7 @@ int vt_marker_decode_perf(const void *page, size_t len, const struct vt_marker *
 {
 	struct vt_perf_marker p;
 
-	if ((m->kind != VT_MARKER_PERF_BEGIN && m->kind != VT_MARKER_PERF_END) ||
+	if ((m->kind != VT_MARKER_PERF_BEGIN && m->kind != VT_MARKER_PERF_END && m->kind != VT_MARKER_PERF_FLUSH) ||
 	    len < VT_PERF_MARKER_OFF + sizeof(p))
 		return -EBADMSG;
 	memcpy(&p, (const uint8_t *)page + VT_PERF_MARKER_OFF, sizeof(p));
@@ -112,13 +112,23 @@ void vt_marker_encode_flush(void *page, uint32_t page_size, uint64_t session_id,
 	memcpy((uint8_t *)page + VT_FLUSH_MARKER_OFF, &f, sizeof(f));
 }
 
+void vt_marker_encode_perf_flush(void *page, uint32_t page_size, uint64_t session_id, uint32_t cpu,
+				 const struct vt_perf_marker *perf, const struct vt_flush_marker *flush)
+{
+	struct vt_flush_marker f = { .seq = htole64(flush->seq), .guest_time = htole64(flush->guest_time) };
+
+	vt_marker_encode_perf(page, page_size, VT_MARKER_PERF_FLUSH, session_id, cpu, perf);
+	memcpy((uint8_t *)page + VT_PERF_FLUSH_MARKER_OFF, &f, sizeof(f));
+}
+
 int vt_marker_decode_flush(const void *page, size_t len, const struct vt_marker *m, struct vt_flush_marker *ret)
 {
 	struct vt_flush_marker f;
+	size_t off = m->kind == VT_MARKER_PERF_FLUSH ? VT_PERF_FLUSH_MARKER_OFF : VT_FLUSH_MARKER_OFF;
 
-	if (m->kind != VT_MARKER_FLUSH || len < VT_FLUSH_MARKER_OFF + sizeof(f))
+	if ((m->kind != VT_MARKER_FLUSH && m->kind != VT_MARKER_PERF_FLUSH) || len < off + sizeof(f))
 		return -EBADMSG;
-	memcpy(&f, (const uint8_t *)page + VT_FLUSH_MARKER_OFF, sizeof(f));
+	memcpy(&f, (const uint8_t *)page + off, sizeof(f));
 	ret->seq = le64toh(f.seq);
 	ret->guest_time = le64toh(f.guest_time);
 	return 0;

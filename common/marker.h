@@ -16,6 +16,7 @@ enum vt_marker_kind {
 	VT_MARKER_BEGIN = 1, VT_MARKER_END = 2,          /* trace-path-cpuN */
 	VT_MARKER_PERF_BEGIN = 3, VT_MARKER_PERF_END = 4, /* perf-path-cpuN */
 	VT_MARKER_FLUSH = 5, /* trace-path-cpuN, answering FLUSH: the ring was drained up to here */
+	VT_MARKER_PERF_FLUSH = 6, /* perf-path-cpuN, answering FLUSH: the perf ring was drained up to here */
 };
 
 #define VT_PERF_MAX_EVENTS 8
@@ -33,12 +34,12 @@ struct vt_marker {
 };
 _Static_assert(sizeof(struct vt_marker) == 112, "marker head is 112 bytes");
 
-/* Follows the head in a perf marker page (kinds 3 and 4), at offset 112. */
+/* Follows the head in a perf marker page (kinds 3, 4 and 6), at offset 112. */
 struct vt_perf_marker {
 	uint32_t nr_ids;  /* begin: events open on this CPU, in CONFIG's PERF_EVENTS order */
 	uint32_t clockid; /* begin: the clock of the records' times (CLOCK_MONOTONIC, ...) */
 	uint64_t ids[VT_PERF_MAX_EVENTS]; /* begin: each event's sample id (PERF_EVENT_IOC_ID) */
-	struct vt_perf_stats stats;       /* end: the stream's counters */
+	struct vt_perf_stats stats;       /* end (and flush): the stream's counters (so far) */
 };
 _Static_assert(sizeof(struct vt_perf_marker) == 136, "perf marker tail is 136 bytes");
 #define VT_PERF_MARKER_OFF sizeof(struct vt_marker)
@@ -51,6 +52,9 @@ struct vt_flush_marker {
 };
 _Static_assert(sizeof(struct vt_flush_marker) == 16, "flush marker tail is 16 bytes");
 #define VT_FLUSH_MARKER_OFF sizeof(struct vt_marker)
+/* A perf flush marker (kind 6): the perf tail at 112, then the flush tail (guest_time in the
+ * perf records' clock). */
+#define VT_PERF_FLUSH_MARKER_OFF (VT_PERF_MARKER_OFF + sizeof(struct vt_perf_marker))
 
 /* Fills a whole page (page_size bytes) with a marker. */
 void vt_marker_encode(void *page, uint32_t page_size, enum vt_marker_kind kind, uint64_t session_id,
@@ -61,11 +65,14 @@ int vt_marker_decode(const void *page, size_t len, struct vt_marker *ret);
 /* A perf marker page: the head (stats: cpu and error only) plus the perf tail. */
 void vt_marker_encode_perf(void *page, uint32_t page_size, enum vt_marker_kind kind, uint64_t session_id,
 			   uint32_t cpu, const struct vt_perf_marker *perf);
-/* Decodes the perf tail of a page vt_marker_decode accepted as kind 3 or 4: 0, or -EBADMSG
+/* Decodes the perf tail of a page vt_marker_decode accepted as kind 3, 4 or 6: 0, or -EBADMSG
  * (more ids than VT_PERF_MAX_EVENTS, or a kind without a perf tail). */
 int vt_marker_decode_perf(const void *page, size_t len, const struct vt_marker *m, struct vt_perf_marker *ret);
 /* A flush marker page: the head with stats, plus the flush tail. */
 void vt_marker_encode_flush(void *page, uint32_t page_size, uint64_t session_id, const struct vt_cpu_stats *stats,
 			    const struct vt_flush_marker *flush);
-/* Decodes the flush tail of a page vt_marker_decode accepted as kind 5: 0, or -EBADMSG. */
+/* A perf flush marker (kind 6): the stream's counters so far and the flush tail. */
+void vt_marker_encode_perf_flush(void *page, uint32_t page_size, uint64_t session_id, uint32_t cpu,
+				 const struct vt_perf_marker *perf, const struct vt_flush_marker *flush);
+/* Decodes the flush tail of a page vt_marker_decode accepted as kind 5 or 6: 0, or -EBADMSG. */
 int vt_marker_decode_flush(const void *page, size_t len, const struct vt_marker *m, struct vt_flush_marker *ret);

@@ -5,11 +5,15 @@
  * The session dir is rebuilt for each input: session.ini (1 CPU, session 1, guest perf
  * cpu-clock,page-faults), the ring layout of tests/fixtures/ring-overrun, no ftrace spool. The
  * spool is the input, after a valid perf begin marker (ids 1 and 2) unless the input's first
- * byte is odd (then the input alone, so the search for the marker is fuzzed too). */
+ * byte is odd (then the input alone, so the search for the marker is fuzzed too). With bit 1 of
+ * the first byte the merge follows the session (merge --follow, the live merge): the stream is
+ * read as still being written, blocked at its end (perf flush markers are its horizon) until
+ * the daemon's "end". */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fuzz-session.h"
 #include "gbin.h"
@@ -52,7 +56,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf + n, data + 1, size - 1);
 	fuzz_put("perf-cpu0.spool", buf, n + size - 1);
 	snprintf(out, sizeof(out), "%s/out.data", fuzz_dir);
-	(void)merge_run(&o);
+	if (data[0] & 2) {
+		int p[2];
+
+		if (pipe(p) < 0 || write(p[1], "end\n", 4) != 4)
+			abort();
+		close(p[1]);
+		o.follow = true;
+		o.follow_fd = p[0];
+		(void)merge_run(&o);
+		close(p[0]);
+	} else {
+		(void)merge_run(&o);
+	}
 	/* the daemon's scan for guest binaries (collector/merge/gbin.c), on the same spool */
 	struct gbin_list l;
 

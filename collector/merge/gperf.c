@@ -28,11 +28,17 @@ static void gp_cpu_close(struct gperf_cpu *c)
 	c->done = true;
 }
 
-/* Makes n bytes available at c->buf + c->off; false at the end of the file. */
+/* Makes n bytes available at c->buf + c->off; false at the end of the file (following: met
+ * once per wait for data, then c->blocked without reading again). */
 static bool gp_need(struct merge_guest *g, struct gperf_cpu *c, size_t n)
 {
 	while (c->len - c->off < n) {
 		ssize_t r;
+
+		if (g->follow && c->eof_gen == g->follow_gen && c->eof_gen) {
+			c->blocked = true;
+			return false;
+		}
 
 		if (c->off) {
 			memmove(c->buf, c->buf + c->off, c->len - c->off);
@@ -43,8 +49,13 @@ static bool gp_need(struct merge_guest *g, struct gperf_cpu *c, size_t n)
 		r = pread(c->fd, c->buf + c->len, c->cap - c->len, (off_t)(c->file_off + c->len));
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r <= 0 || (g->follow && c->len + (size_t)r - c->off < n)) {
+			if (r > 0)
+				c->len += (size_t)r, g->loss.bytes_read += (uint64_t)r;
+			c->eof_gen = g->follow_gen;
+			c->blocked = g->follow;
 			return false;
+		}
 		c->len += (size_t)r;
 		g->loss.bytes_read += (uint64_t)r;
 	}
@@ -118,8 +129,9 @@ int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *
 	gp->ktext = g->gsym ? g->gsym->ktext : 0; /* merge_gsym_load, before */
 	/* perf stamps with mono; beside another trace clock the probes read mono too */
 	if (!g->scan_only && g->guest_clock[0] && strcmp(g->guest_clock, "mono")) {
-		merge_meta_perf_clock(g, dfd);
-		if (!g->perf_clock_on && g->clock_aligned) {
+		g->perf_clock_needed = true;
+		merge_meta_perf_clock(g, dfd); /* following: refitted as probes come (merge.c) */
+		if (!g->perf_clock_on && g->clock_aligned && !g->follow) {
 			g->clock_aligned = false;
 			snprintf(g->clock_why, sizeof(g->clock_why), "guest perf's clock: %.120s", g->perf_clock_why);
 		}
@@ -218,12 +230,24 @@ static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gpe
 
 		if (!gp_need(g, c, g->page_size))
 			return -1;
-		if (vt_marker_decode(c->buf + c->off, g->page_size, &m) == 1 && m.kind == VT_MARKER_PERF_END &&
-		    m.session_id == g->session_id && m.cpu == c->cpu &&
-		    vt_marker_decode_perf(c->buf + c->off, g->page_size, &m, &pm) == 0) {
-			c->ended = true;
-			c->end = pm.stats;
-			return -1;
+		if (vt_marker_decode(c->buf + c->off, g->page_size, &m) == 1 && m.session_id == g->session_id &&
+		    m.cpu == c->cpu && vt_marker_decode_perf(c->buf + c->off, g->page_size, &m, &pm) == 0) {
+			struct vt_flush_marker f;
+
+			if (m.kind == VT_MARKER_PERF_END) {
+				c->ended = true;
+				c->end = pm.stats;
+				return -1;
+			}
+			/* FLUSH's answer: every record of this CPU stamped before f.guest_time is
+			 * before it (the live merge's horizon for this stream). */
+			if (m.kind == VT_MARKER_PERF_FLUSH &&
+			    vt_marker_decode_flush(c->buf + c->off, g->page_size, &m, &f) == 0) {
+				c->bound_raw = MAX(c->bound_raw, f.guest_time);
+				c->flush_markers++;
+				c->off += g->page_size;
+				return 0;
+			}
 		}
 		c->off += 8, c->skipped += 8;
 		return 0;
@@ -248,6 +272,7 @@ static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gpe
 	}
 	c->head_ev = (uint32_t)ev;
 	memcpy(&raw, c->rec + c->lay.time, 8);
+	c->last_raw = MAX(c->last_raw, raw);
 	c->head_ts = merge_meta_perf_time(g, c->cpu, raw);
 	if (c->head_ts < c->last_ts) { /* an interrupt's record reserved after a later one */
 		c->head_ts = c->last_ts;
@@ -259,9 +284,12 @@ static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gpe
 
 bool merge_gperf_peek(struct merge_gperf *gp, struct merge_guest *g, struct gperf_cpu *c)
 {
+	c->blocked = false;
 	while (!c->head_valid && !c->done) {
 		int r = gp_read_one(gp, g, c);
 
+		if (r < 0 && c->blocked && !c->ended)
+			return false; /* following: more may come */
 		if (r < 0) {
 			gp->no_end_cpus += !c->ended;
 			gp_cpu_close(c);
@@ -269,6 +297,13 @@ bool merge_gperf_peek(struct merge_gperf *gp, struct merge_guest *g, struct gper
 		c->head_valid = r > 0;
 	}
 	return c->head_valid;
+}
+
+uint64_t merge_gperf_bound(struct merge_guest *g, const struct gperf_cpu *c)
+{
+	uint64_t t = c->bound_raw > c->last_raw ? merge_meta_perf_time(g, c->cpu, c->bound_raw) : 0;
+
+	return MAX(t, c->last_ts);
 }
 
 /* perf inject --guest-data's rule: a user cpumode becomes GUEST_USER, anything else GUEST_KERNEL. */

@@ -108,6 +108,26 @@ static int src_ftrace_emit(struct merge_ctx *m, void *st)
 	return merge_out_guest(m, st);
 }
 
+static bool src_ftrace_blocked(struct merge_ctx *m, void *st, uint64_t *ret_bound)
+{
+	struct guest_cpu *c = st;
+
+	if (c->blocked)
+		*ret_bound = merge_guest_bound(&m->guest, c);
+	return c->blocked;
+}
+
+static void src_ftrace_raise(struct merge_ctx *m, void *st, uint64_t ts)
+{
+	struct guest_cpu *c = st;
+
+	if (c->pending_lost)
+		c->lost_ts = ts;
+	else
+		c->head_ts = ts;
+	c->last_ts = MAX(c->last_ts, ts);
+}
+
 static void *src_ftrace_state(struct merge_ctx *m, size_t i)
 {
 	return m->guest.present && i < m->guest.ncpus ? &m->guest.cpus[i] : NULL;
@@ -128,6 +148,23 @@ static int src_gperf_emit(struct merge_ctx *m, void *st)
 	return merge_gperf_emit(m, st);
 }
 
+static bool src_gperf_blocked(struct merge_ctx *m, void *st, uint64_t *ret_bound)
+{
+	struct gperf_cpu *c = st;
+
+	if (c->blocked)
+		*ret_bound = merge_gperf_bound(&m->guest, c);
+	return c->blocked;
+}
+
+static void src_gperf_raise(struct merge_ctx *m, void *st, uint64_t ts)
+{
+	struct gperf_cpu *c = st;
+
+	c->head_ts = ts;
+	c->last_ts = MAX(c->last_ts, ts);
+}
+
 static void *src_gperf_state(struct merge_ctx *m, size_t i)
 {
 	return m->gp.present && i < m->gp.ncpus_total ? &m->gp.cpus[i] : NULL;
@@ -137,9 +174,14 @@ static const struct merge_source_kind {
 	void *(*state)(struct merge_ctx *m, size_t i); /* the i-th stream of this kind, or NULL */
 	bool (*peek)(struct merge_ctx *m, void *state, uint64_t *ret_ts); /* next record's time */
 	int (*emit)(struct merge_ctx *m, void *state); /* writes the record peek found */
+	/* following: after a peek found nothing, whether more may come, and no earlier than when */
+	bool (*blocked)(struct merge_ctx *m, void *state, uint64_t *ret_bound);
+	void (*raise)(struct merge_ctx *m, void *state, uint64_t ts); /* following: head at ts, later */
 } source_kinds[] = {
-	{ .state = src_ftrace_state, .peek = src_ftrace_peek, .emit = src_ftrace_emit },
-	{ .state = src_gperf_state, .peek = src_gperf_peek, .emit = src_gperf_emit },
+	{ .state = src_ftrace_state, .peek = src_ftrace_peek, .emit = src_ftrace_emit,
+	  .blocked = src_ftrace_blocked, .raise = src_ftrace_raise },
+	{ .state = src_gperf_state, .peek = src_gperf_peek, .emit = src_gperf_emit,
+	  .blocked = src_gperf_blocked, .raise = src_gperf_raise },
 };
 
 /* Every guest stream of every kind (the host recording is merged beside them in merge_loop). */
@@ -278,6 +320,8 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 		clock_apply_free(&m->guest.clock);
 		m->guest.clock_aligned = false;
 		merge_meta_clock(&m->guest, f->dfd);
+		if (m->guest.perf_clock_needed)
+			merge_meta_perf_clock(&m->guest, f->dfd);
 		f->refits++;
 	}
 	return 0;
@@ -347,15 +391,19 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 		 * a later probe is in the fit, so every conversion is an interpolation. */
 		if (m->guest.present && m->guest.follow && m->guest.live_fit_until)
 			blocked = true, bound = MIN(bound, m->guest.live_fit_until);
+		if (m->guest.present && m->guest.follow && m->guest.perf_clock_needed && m->guest.perf_fit_until)
+			blocked = true, bound = MIN(bound, m->guest.perf_fit_until);
+		if (m->guest.present && m->guest.follow && m->guest.perf_clock_needed && !m->guest.perf_clock_on)
+			blocked = true, bound = 0; /* guest perf's own fit (perf-clock.samples) first */
 		for (size_t i = 0; i < m->n_src && bound; i++) {
-			struct guest_cpu *c = m->src[i].state;
+			const struct merge_source *s = &m->src[i];
 
-			if (m->src[i].kind->peek(m, c, &t)) {
+			if (s->kind->peek(m, s->state, &t)) {
 				if (!best || t < bt)
 					bt = t, best = &m->src[i];
-			} else if (c->blocked) {
+			} else if (s->kind->blocked(m, s->state, &t)) {
 				blocked = true;
-				bound = MIN(bound, merge_guest_bound(&m->guest, c));
+				bound = MIN(bound, t);
 			}
 		}
 		if (q && q->ts <= bt && (!blocked || q->ts <= bound)) {
@@ -363,19 +411,14 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 			r = emit_host(m, q, false);
 			free(q);
 		} else if (best && (!blocked || bt <= bound)) {
-			struct guest_cpu *c = best->state;
-
 			if (bt < m->last_ts) { /* a refit moved this CPU's times back: keep the order */
 				f->clamped++;
-				if (c->pending_lost)
-					c->lost_ts = m->last_ts;
-				else
-					c->head_ts = m->last_ts;
-				c->last_ts = MAX(c->last_ts, m->last_ts);
+				best->kind->raise(m, best->state, m->last_ts);
+				bt = m->last_ts;
 			}
 			if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
 				return r;
-			m->last_ts = MAX(m->last_ts, c->pending_lost ? c->lost_ts : c->head_ts);
+			m->last_ts = MAX(m->last_ts, bt);
 			r = best->kind->emit(m, best->state);
 		} else if (!q && !best && !blocked) {
 			return 0;
@@ -386,6 +429,8 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 			f->next_refit_ns = now + FOLLOW_REFIT_NS;
 			if (merge_meta_clock_live(&m->guest, f->dfd) == 0)
 				f->refits++;
+			if (m->guest.perf_clock_needed)
+				merge_meta_perf_clock(&m->guest, f->dfd);
 		}
 		if (r < 0)
 			return r;
@@ -687,11 +732,6 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		merge_gsym_load(&m->guest, o->session_dir); /* read once: %ps names, guest kernel maps */
 	if ((r = merge_gperf_load(&m->gp, &m->guest, o->session_dir)) < 0)
 		return r;
-	if (o->follow && m->gp.present) {
-		log_error("%s: a live merge does not take guest perf streams yet: merge the session after stop",
-			  o->session_dir);
-		return -EOPNOTSUPP;
-	}
 	if ((r = merge_sources(m)) < 0)
 		return r;
 	return merge_out_attrs(m);

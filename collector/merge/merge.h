@@ -148,6 +148,8 @@ struct merge_guest {
 	char guest_clock[32];  /* session.ini guest_clock (the trace clock) */
 	struct clock_map perf_clock; /* guest perf's mono → host, when the trace clock is not mono */
 	bool perf_clock_on;
+	bool perf_clock_needed;  /* guest perf beside a trace clock other than mono: its own fit */
+	uint64_t perf_fit_until; /* host time of the newest probe in the perf clock's fit */
 	char perf_clock_why[160];
 	uint32_t perf_freq;
 	struct gsym_table *gsym; /* guest/kallsyms, read once (merge_gsym_load) */
@@ -331,6 +333,11 @@ struct gperf_cpu {
 	uint64_t head_ts, last_ts;
 	struct gperf_layout lay;
 	uint64_t stale, skipped, bytes, samples;
+	uint64_t last_raw;      /* the newest record's time as the guest stamped it */
+	bool blocked;           /* following: no whole record yet, the stream is not at its end */
+	uint64_t bound_raw;     /* following: the newest perf flush marker's guest time */
+	uint64_t eof_gen;       /* following: follow_gen when the spool's end was last met */
+	uint64_t flush_markers; /* FLUSH answers between the records (skipped) */
 };
 
 struct merge_gperf {
@@ -347,8 +354,12 @@ struct merge_gperf {
 /* Opens every vCPU's perf spool of a session that asked for guest perf (session.ini guest_perf);
  * a session without it leaves gp->present false. Only -ENOMEM is an error. */
 int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *dir);
-/* Fills c's head with the next valid record; false when the stream is exhausted. */
+/* Fills c's head with the next valid record; false when the stream is exhausted (or, following,
+ * c->blocked: no whole record yet). */
 bool merge_gperf_peek(struct merge_gperf *gp, struct merge_guest *g, struct gperf_cpu *c);
+/* Following, for a blocked stream: no later record of it can be earlier than this host time
+ * (its newest perf flush marker, or its last record). */
+uint64_t merge_gperf_bound(struct merge_guest *g, const struct gperf_cpu *c);
 void merge_gperf_name(const struct merge_gperf *gp, size_t e, char *buf, size_t len);
 void merge_gperf_summary(const struct merge_gperf *gp, const struct merge_guest *g);
 void merge_gperf_free(struct merge_gperf *gp);

@@ -355,16 +355,23 @@ int merge_meta_clock_live(struct merge_guest *g, int dfd)
 void merge_meta_perf_clock(struct merge_guest *g, int dfd)
 {
 	_cleanup_free_ char *text = NULL;
+	struct clock_map c = { 0 };
 	size_t len = 0;
+	uint64_t newest = 0;
 
-	if (fit_samples(dfd, "perf-clock.samples", &text, &len, g->perf_clock_why, sizeof(g->perf_clock_why)) < 0)
+	/* Following, called again as probes come: a failed refit keeps the fit so far. */
+	if (fit_samples_max(dfd, "perf-clock.samples", &text, &len, g->perf_clock_why, sizeof(g->perf_clock_why),
+			    &newest) < 0)
 		return;
-	if (clock_apply_parse(text, len, &g->perf_clock) < 0 || g->perf_clock.n == 0) {
+	if (clock_apply_parse(text, len, &c) < 0 || c.n == 0) {
 		snprintf(g->perf_clock_why, sizeof(g->perf_clock_why), "the fit of perf-clock.samples is unusable");
-		clock_apply_free(&g->perf_clock);
+		clock_apply_free(&c);
 		return;
 	}
+	clock_apply_free(&g->perf_clock);
+	g->perf_clock = c;
 	g->perf_clock_on = true;
+	g->perf_fit_until = newest;
 }
 
 uint64_t merge_meta_perf_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw)

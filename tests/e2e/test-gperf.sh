@@ -10,6 +10,7 @@
 #      workload_spin_hot; guest module functions (virtio_console's, in the agent's call chains
 #      during a flood of marker lines) are named from the guest's kallsyms; a host recording's
 #      guest-mode sample of this QEMU (made from a real host sample: no KVM here) too;
+#   3. (run before 2) the same with --live-merge: merged while tracing, same events as offline;
 #   2. the same spinner at SCHED_FIFO beside an 8 KiB guest perf ring: the agent cannot drain it,
 #      the kernel's LOST records reach perf (report --stats) and the stop summary says as much;
 #      the workload binary is not fetched again (already in the cache).
@@ -93,6 +94,36 @@ check "every vt-spin sample lies between its vCPU's markers (+- ${bound:-?} ns)"
 check "guest samples interleave with host events" bash -c '"$1" script -i "$2" -F event 2>/dev/null | awk "
 	/cpu-clock:G/ { g++; if (h) between = 1; next } /sched:sched_switch/ && !/guest_/ { h++; if (between) ok = 1 }
 	END { exit !(g && h && ok) }"' _ "$PERF" "$out"
+
+# 3 (before 2, which ends the guest): --live-merge with guest perf. The follower merges the
+# perf streams while tracing (each CPU's perf flush marker is its horizon) and stop hands out
+# its file: the spin's samples within their markers, and the same events as an offline merge.
+event_counts() { "$PERF" script -i "$1" -F event 2>/dev/null | sed 's/[: ]*$//' | sort | uniq -c; }
+lsess=$(e2e_start -e 'sched:sched_switch' --guest-perf --live-merge)
+check_out "start --guest-perf --live-merge" "^$VM/sessions/" echo "$lsess"
+check "guest: vt-spin on each vCPU for 1.5 s" e2e_spin 1500
+grown=0
+for _ in $(seq 100); do
+	[ "$(stat -c %s "$lsess/live.data/data" 2>/dev/null || stat -c %s "$lsess/live.data" 2>/dev/null || echo 0)" \
+		-gt $((256 << 10)) ] && { grown=1; break; }
+	sleep 0.2
+done
+check "the live output grows while tracing (over 256 KiB before stop)" test "$grown" = 1
+check "guest: 100 numbered markers" e2e_run 100
+lsum=$(e2e_stop -o "$T/lv.data" 2>&1)
+check "stop exits 0" test $? -eq 0
+echo "$lsum"
+check_out "stop hands out the live merge" '^  live: +merged while tracing' echo "$lsum"
+check_out "merge summary: guest perf records written live" 'perf: +guest perf 1 event\(s\), 2/2 vCPU streams, [0-9]+ records written' echo "$lsum"
+check "all 100 markers once, in order" e2e_markers "$T/lv.data" 100
+check "perf script/report: no warnings" e2e_no_warnings "$T/lv.data" "$lsum"
+lbound=$(sed -n 's/^clock_error_bound_ns=//p' "$lsess/merge.ini")
+check "every vt-spin sample lies between its vCPU's markers (+- ${lbound:-?} ns)" e2e_spin_in_window "$T/lv.data" "${lbound:-0}"
+check "offline merge of the same session" tc merge "$lsess" -o "$T/lv-off.data"
+lc=$(event_counts "$T/lv.data")
+oc=$(event_counts "$T/lv-off.data")
+echo "live:"; echo "$lc"; echo "offline:"; echo "$oc"
+check "the live merge holds the same events as the offline merge (cpu-clock:G too)" bash -c '[ "$1" = "$2" ] && grep -q "cpu-clock:G" <<<"$1"' _ "$lc" "$oc"
 
 # 2: the ring overflows; LOST reaches perf.
 check_out "start --guest-perf --guest-perf-kb 8" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf --guest-perf-kb 8

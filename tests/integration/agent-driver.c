@@ -1632,7 +1632,19 @@ struct pwalk {
 	struct vt_perf_marker begin, end;
 	uint64_t bytes, records, samples, lost_records, lost;
 	uint64_t busy_samples, comm_self, mmap_self, bad_id;
+	/* perf flush markers (FLUSH's answer): how many, the last one's seq, guest time and counters,
+	 * and records after one stamped before its time (the horizon broken) */
+	uint64_t flushes, flush_seq, flush_time, before_horizon, flush_records;
 };
+
+/* The time of a record of this stream's layout (sample: TIME at 32; else the sample_id trailer). */
+static uint64_t pwalk_time(const uint8_t *rec, const struct perf_event_header *h)
+{
+	uint64_t t;
+
+	memcpy(&t, rec + (h->type == PERF_RECORD_SAMPLE ? 32 : h->size - VT_PERF_SAMPLE_ID_LEN + 8), 8);
+	return t;
+}
 
 static void pwalk_sideband(struct pwalk *w, const uint8_t *rec, const struct perf_event_header *h)
 {
@@ -1661,6 +1673,9 @@ static int pwalk_record(struct pwalk *w, const uint8_t *rec, const struct perf_e
 	uint32_t tid;
 
 	w->records++;
+	/* The agent's task records (synthesized at START) carry the START time, and an interrupt's
+	 * record may be reserved after a later one; neither comes after a flush marker. */
+	w->before_horizon += w->flushes && pwalk_time(rec, h) < w->flush_time;
 	if (h->type != PERF_RECORD_SAMPLE) {
 		if (h->size < 8 + VT_PERF_SAMPLE_ID_LEN)
 			return -1;
@@ -1707,6 +1722,31 @@ static int check_perf_stream(const struct capture *c, uint64_t session, unsigned
 		if (w->bytes - off < sizeof(h))
 			return -5;
 		memcpy(&h, c->data + ps + off, sizeof(h));
+		if (w->bytes - off >= ps && !memcmp(c->data + ps + off, "VIRTMARK", 8)) {
+			struct vt_marker fm;
+			struct vt_perf_marker pm;
+			struct vt_flush_marker f;
+
+			if (vt_marker_decode(c->data + ps + off, ps, &fm) != 1 || fm.kind != VT_MARKER_PERF_FLUSH ||
+			    fm.session_id != session || fm.cpu != cpu ||
+			    vt_marker_decode_perf(c->data + ps + off, ps, &fm, &pm) < 0 ||
+			    vt_marker_decode_flush(c->data + ps + off, ps, &fm, &f) < 0) {
+				fprintf(stderr, "cpu%u: a marker that is no perf flush marker at %zu\n", cpu, off);
+				return -8;
+			}
+			w->flushes++;
+			w->flush_seq = f.seq;
+			w->flush_time = f.guest_time;
+			w->flush_records = pm.stats.records;
+			if (pm.stats.records != w->records || pm.stats.bytes_sent != off - (w->flushes - 1) * ps) {
+				fprintf(stderr, "cpu%u: flush marker counts %llu records %llu bytes, stream %llu %zu\n",
+					cpu, (unsigned long long)pm.stats.records,
+					(unsigned long long)pm.stats.bytes_sent, (unsigned long long)w->records, off);
+				return -9;
+			}
+			off += ps;
+			continue;
+		}
 		if (h.size < sizeof(h) || h.size % 8 || h.size > w->bytes - off) {
 			fprintf(stderr, "cpu%u: perf record type %u size %u at %zu of %llu\n", cpu, h.type, h.size,
 				off, (unsigned long long)w->bytes);
@@ -1731,7 +1771,8 @@ static int check_perf_counts(const struct pwalk *w, const struct vt_perf_stats *
 	       (unsigned long long)w->records, (unsigned long long)e->synth_records,
 	       (unsigned long long)w->samples, (unsigned long long)w->busy_samples,
 	       (unsigned long long)w->lost_records, (unsigned long long)w->lost);
-	if (e->error || e->bytes_sent != w->bytes || e->records != w->records || e->samples != w->samples ||
+	if (e->error || e->bytes_sent != w->bytes - w->flushes * 4096 || e->records != w->records ||
+	    e->samples != w->samples ||
 	    e->lost_records != w->lost_records || e->lost != w->lost || w->bad_id ||
 	    memcmp(e, st, sizeof(*st)) != 0) {
 		fprintf(stderr, "cpu%u: end marker error %d bytes %llu records %llu samples %llu lost %llu/%llu, "
@@ -1867,6 +1908,56 @@ TEST(perf_session)
 	CHECK_INT(mmap, >=, 1);      /* and its executable mapping */
 	printf("vmsplice path: %s\n", log_count(&d, "by write() from the mapping") ? "refused (write() fallback)"
 										  : "used");
+	CHECK_INT(drv_down(&d), ==, 0);
+}
+
+/* FLUSH with guest perf: each CPU's perf stream drains its ring and sends a perf flush marker
+ * (docs/protocol.md §3); no record after it is stamped before the marker's time. */
+TEST(perf_flush_on_request)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct vt_cpu_stats st[MAXCPU];
+	struct vt_buf b = { 0 };
+	struct rmsg r;
+	uint32_t seq;
+	uint64_t after = 0;
+
+	CHECK(drv_up(&d, "perf_flush", -1) == 0);
+	CHECK(drv_perf_ports(&d, -1) == 0);
+	CHECK(drv_expect(&d, VT_MSG_OK, drv_config_perf(&d, "cpu-clock", 1000, 1024, "mono"), &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_start(&d, 63) == 0);
+	CHECK(busy_run(400) != 0);
+	vt_msg_begin(&b, VT_MSG_FLUSH, seq = ++d.seq);
+	vt_put_u64(&b, VT_A_SESSION, 63);
+	vt_put_u64(&b, VT_A_FLUSH_SEQ, 7);
+	vt_msg_end(&b);
+	drv_send(&d, &b);
+	free(b.data);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(busy_run(400) != 0);
+	CHECK(write_markers(&d, 0, 20) == 0);
+	CHECK(drv_stop(&d, 63, st) == 0);
+	CHECK(check_session(&d, 63, 20, st, 0, NULL) == 0);
+	for (unsigned c = 0; c < d.ncpus; c++) {
+		struct pwalk w = { .self_pid = (uint32_t)getpid() };
+		int e = check_perf_stream(&d.pcap[c], 63, c, &w);
+
+		if (e < 0)
+			fprintf(stderr, "cpu%u: perf stream check %d\n", c, e);
+		CHECK(e == 0);
+		CHECK(check_perf_counts(&w, &d.perf_stopped[c], c) == 0);
+		printf("cpu%u: %llu perf flush marker(s), seq %llu, %llu of %llu records before it\n", c,
+		       (unsigned long long)w.flushes, (unsigned long long)w.flush_seq,
+		       (unsigned long long)w.flush_records, (unsigned long long)w.records);
+		CHECK_INT(w.flushes, ==, 1);
+		CHECK_INT(w.flush_seq, ==, 7);
+		CHECK(w.flush_time != 0);
+		CHECK_INT(w.before_horizon, ==, 0);
+		after += w.records - w.flush_records;
+	}
+	CHECK_INT(after, >, 0); /* the second busy spell came after the marker */
 	CHECK_INT(drv_down(&d), ==, 0);
 }
 
