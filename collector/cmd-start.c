@@ -38,7 +38,7 @@
 	"  --flight-recorder SIZE  keep only the newest SIZE (at least 4M) of each guest CPU's\n"  \
 	"                   stream on disk, the oldest whole pages dropped and counted; host perf\n" \
 	"                   records into its overwritable ring (perf's overwrite mode), written at stop\n" \
-	"                   and for each 'snapshot' (not with --guest-perf)\n"                       \
+	"                   and for each 'snapshot'\n"                                                \
 	"  --live-merge     merge while tracing (a 'merge --follow' beside the daemon): stop then\n" \
 	"                   hands out the file in about a second at any size\n"                       \
 	"  -o -             live view: the live merge as pipe-mode perf.data on stdout while tracing\n" \
@@ -299,10 +299,9 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 				    "missing --name VM (see trace-collector start --help)", o->name);
 		return -EINVAL;
 	}
-	if (o->flight_recorder && (o->perf.events || o->host_data[0])) {
-		log_error("--flight-recorder bounds the guest's ftrace streams and the host recording; %s",
-			  o->perf.events ? "guest perf streams are not bounded yet: drop --guest-perf" :
-			  "--host-data names a finished recording: drop it, or use --no-host");
+	if (o->flight_recorder && o->host_data[0]) {
+		log_error("--flight-recorder bounds the guest's streams and the host recording; --host-data names "
+			  "a finished recording: drop it, or use --no-host");
 		return -EINVAL;
 	}
 	if (o->live_merge && (o->flight_recorder || o->host_data[0])) {

@@ -172,9 +172,25 @@ struct spool;
 int spool_new(struct daemon *d, unsigned cpu, bool perf, struct port *port, const char *session_dir,
 	      uint64_t session_id, uint32_t page_size, struct spool **ret);
 void spool_free(struct spool *s);
-/* --flight-recorder: keep only the newest bytes of this ftrace stream on disk (perf streams:
- * not bounded). The spool must be on a file system that punches holes. */
+/* --flight-recorder: keep only the newest bytes of this stream on disk (a perf stream: cut at a
+ * record boundary, its task and mapping records kept aside in perf-cpuN.side: spool-side.c).
+ * The spool must be on a file system that punches holes. */
 void spool_flight_recorder(struct spool *s, uint64_t bytes);
+
+/* spool-side.c: a perf stream's task and mapping records for the flight recorder. */
+struct spool_side;
+int spool_side_new(const char *session_dir, unsigned cpu, uint64_t session_id, struct spool_side **ret);
+void spool_side_free(struct spool_side *t);
+bool spool_side_wants(uint32_t type); /* COMM, MMAP, MMAP2, FORK, EXIT, KSYMBOL */
+uint8_t *spool_side_buf(struct spool_side *t); /* 64 KiB: where the scan reads such a record */
+/* A record starts at off (the stream's records and samples before it): 0 or -ENOMEM. */
+int spool_side_mark(struct spool_side *t, uint64_t off, uint64_t records, uint64_t samples);
+/* A task or mapping record at off (size checked by the caller against the stream): kept, or
+ * counted when the table is full; -EINVAL for a record too short for its type. */
+int spool_side_add(struct spool_side *t, uint64_t off, const uint8_t *rec, uint16_t size);
+/* Cuts at the newest record start at or before target (after data_start, the end of the begin
+ * marker page): writes perf-cpuN.side for it; 1 with *ret_hole_end, 0 (nothing to cut), -errno. */
+int spool_side_cut(struct spool_side *t, uint64_t target, uint64_t data_start, uint64_t *ret_hole_end);
 int spool_arm(struct spool *s, struct event_base *base);
 /* Moves what the port has into the spool and scans it (the read callback; tests call it). */
 void spool_poll(struct spool *s);

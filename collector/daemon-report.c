@@ -88,6 +88,9 @@ static void daemon_report_perf(const struct daemon *d, FILE *f)
 		}
 		if (st.bad_pages)
 			fprintf(f, "; %llu impossible record sizes skipped", (unsigned long long)st.bad_pages);
+		if (st.fr_dropped)
+			fprintf(f, "; flight recorder: the oldest %.1f MiB dropped (task records kept aside), the newest kept",
+				(double)st.fr_dropped / 1048576.0);
 		fputc('\n', f);
 		records += st.records, samples += st.samples, lost += st.lost;
 	}
@@ -205,10 +208,11 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 	for (unsigned i = 0; d->o->perf.events && i < d->s.ncpus; i++)
 		if (d->spools[SPOOL_INDEX(i, true)]) {
 			spool_stats(d->spools[SPOOL_INDEX(i, true)], &st);
-			total += st.spooled;
+			total += st.spooled - st.fr_dropped;
+			fr += st.fr_dropped;
 		}
 	if (d->o->flight_recorder)
-		fprintf(f, "flight recorder: the newest %.1f MiB of each CPU kept, %.1f MiB dropped so far\n",
+		fprintf(f, "flight recorder: the newest %.1f MiB of each stream kept, %.1f MiB dropped so far\n",
 			(double)d->o->flight_recorder / 1048576.0, (double)fr / 1048576.0);
 	if (d->live)
 		live_status(d, f);

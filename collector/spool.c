@@ -50,6 +50,8 @@ struct spool {
 	bool discard;
 	uint64_t fr_bytes;  /* --flight-recorder: the newest bytes kept; 0 = everything */
 	uint64_t fr_hole_end; /* the hole at the front of the data ends here */
+	struct spool_side *side; /* perf with --flight-recorder: task records of what was freed */
+	char *dir;          /* the session dir (perf-cpuN.side) */
 	uint64_t session_id;
 	uint32_t page_size;
 	uint64_t scan_off;  /* next byte (before begin) or page (after) to scan */
@@ -91,7 +93,8 @@ int spool_new(struct daemon *d, unsigned cpu, bool perf, struct port *port, cons
 	*s = (struct spool){ .d = d, .cpu = cpu, .perf = perf, .port = port, .fd = -1, .tail_fd = -1,
 			     .rfd = -1, .session_id = session_id, .page_size = page_size };
 	s->page = malloc(page_size);
-	r = s->page ? spool_open_files(s, session_dir) : -ENOMEM;
+	s->dir = strdup(session_dir);
+	r = s->page && s->dir ? spool_open_files(s, session_dir) : -ENOMEM;
 	if (r < 0) {
 		spool_free(s);
 		return r;
@@ -115,6 +118,8 @@ void spool_free(struct spool *s)
 		close(s->rfd);
 	free(s->buf);
 	free(s->page);
+	free(s->dir);
+	spool_side_free(s->side);
 	free(s);
 }
 
@@ -160,31 +165,53 @@ int spool_persist(struct spool *s)
 
 void spool_flight_recorder(struct spool *s, uint64_t bytes)
 {
-	if (!s->perf)
-		s->fr_bytes = bytes;
+	s->fr_bytes = bytes;
+	if (bytes && s->perf && !s->side && spool_side_new(s->dir, s->cpu, s->session_id, &s->side) < 0) {
+		s->fr_bytes = 0;
+		log_warn("cpu%u: no memory for the flight recorder's table of perf-cpu%u.spool: not bounded",
+			 s->cpu, s->cpu);
+	}
 }
 
 /* The flight recorder: the oldest whole file blocks of data beyond the newest fr_bytes become a
  * hole (FALLOC_FL_PUNCH_HOLE): the disk holds at most fr_bytes + one block; offsets stay, so
  * the merge finds the first data with SEEK_DATA and starts at the next whole page. The begin
- * marker page stays. */
+ * marker page stays. A perf stream is cut at a record boundary once it is a step past the
+ * window (perf-cpuN.side then holds the task records the merge still needs and where the
+ * records go on): at most fr_bytes + max(1 MiB, fr_bytes / 8) + one block on disk. */
 static int spool_drop_oldest(struct spool *s)
 {
-	uint64_t from, to, data_start = s->st.stale + s->page_size;
+	uint64_t from, to, data_start = s->st.stale + s->page_size, hole_end;
+	int r;
 
 	if (!s->fr_bytes || !s->st.begun || s->flushed <= s->fr_bytes)
 		return 0;
 	to = (s->flushed - s->fr_bytes) / SPOOL_ALIGN * SPOOL_ALIGN;
 	from = MAX(s->fr_hole_end, (data_start + SPOOL_ALIGN - 1) / SPOOL_ALIGN * SPOOL_ALIGN);
+	if (s->perf) {
+		if (s->flushed - s->fr_bytes < s->fr_hole_end + MAX(1u << 20, s->fr_bytes / 8))
+			return 0;
+		if ((r = spool_side_cut(s->side, s->flushed - s->fr_bytes, data_start, &hole_end)) <= 0) {
+			if (r < 0)
+				log_error("cpu%u: --flight-recorder cannot write perf-cpu%u.side: %s", s->cpu, s->cpu,
+					  strerror(-r));
+			return r;
+		}
+		to = hole_end / SPOOL_ALIGN * SPOOL_ALIGN;
+		if (to <= from) {
+			s->fr_hole_end = MAX(s->fr_hole_end, to);
+			return 0;
+		}
+	}
 	if (to <= from)
 		return 0;
 	if (fallocate(s->tail_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) < 0) {
-		int r = -errno;
-
+		r = -errno;
 		/* The bound cannot hold: the session stops (what was spooled is kept). */
-		log_error("cpu%u: --flight-recorder cannot free the oldest blocks of cpu%u.spool (fallocate "
+		log_error("cpu%u: --flight-recorder cannot free the oldest blocks of %scpu%u.spool (fallocate "
 			  "PUNCH_HOLE: %s): put the VM dir on a file system that punches holes (ext4, xfs, btrfs, "
-			  "tmpfs), or start without --flight-recorder", s->cpu, s->cpu, strerror(-r));
+			  "tmpfs), or start without --flight-recorder", s->cpu, s->perf ? "perf-" : "", s->cpu,
+			  strerror(-r));
 		return r;
 	}
 	s->fr_hole_end = to;
@@ -335,6 +362,24 @@ static void spool_perf_marker(struct spool *s)
 	s->scan_off += 8; /* not ours: walk on (the merge validates again) */
 }
 
+/* --flight-recorder: where records start, and the task and mapping records, into the table. */
+static void spool_side_record(struct spool *s, uint32_t type, uint16_t size)
+{
+	uint8_t *buf = spool_side_buf(s->side);
+	int r = spool_side_mark(s->side, s->scan_off, s->st.records, s->st.samples);
+
+	/* a record too short for its type is not kept (the merge drops it too) */
+	if (r == 0 && spool_side_wants(type) && spool_pread(s, buf, size, s->scan_off) == 0)
+		r = spool_side_add(s->side, s->scan_off, buf, size) == -ENOMEM ? -ENOMEM : 0;
+	if (r < 0) {
+		log_error("cpu%u: no memory for the flight recorder's table of perf-cpu%u.spool: the stream "
+			  "is no longer bounded", s->cpu, s->cpu);
+		spool_side_free(s->side);
+		s->side = NULL;
+		s->fr_bytes = 0;
+	}
+}
+
 /* After a perf begin marker: one 8-byte header per record (the LOST count too); records are
  * validated again by the merge, here they are only counted. A size that cannot be a record's
  * moves on by 8 bytes (counted). */
@@ -363,6 +408,8 @@ static void spool_scan_records(struct spool *s)
 		}
 		if (s->scan_off + size > s->st.spooled)
 			return;
+		if (s->side)
+			spool_side_record(s, type, size);
 		s->st.records++;
 		s->st.data_bytes += size;
 		s->st.samples += type == PERF_RECORD_SAMPLE;

@@ -56,6 +56,26 @@ _Static_assert(sizeof(struct vt_flush_marker) == 16, "flush marker tail is 16 by
  * perf records' clock). */
 #define VT_PERF_FLUSH_MARKER_OFF (VT_PERF_MARKER_OFF + sizeof(struct vt_perf_marker))
 
+/* perf-cpuN.side (host side, --flight-recorder with guest perf): written by the daemon when it
+ * frees the oldest part of perf-cpuN.spool; the task and mapping records (COMM, MMAP, MMAP2,
+ * FORK, EXIT, KSYMBOL) of that part that still describe a live task follow this head, in stream
+ * order, as the guest sent them. The merge reads them, then the spool from hole_end (a record
+ * boundary). Little-endian. */
+#define VT_PERF_SIDE_MAGIC 0x3130454449535456ull /* "VTSIDE01" */
+struct vt_perf_side_head {
+	uint64_t magic;
+	uint64_t session_id;
+	uint32_t cpu, reserved;
+	uint64_t hole_end;        /* the spool's records go on from this offset */
+	uint64_t dropped_records; /* records of the stream before hole_end (these side ones included) */
+	uint64_t dropped_samples;
+	uint64_t dropped_bytes;   /* hole_end - the end of the begin marker page */
+	uint64_t side_records;    /* records after this head */
+	uint64_t side_bytes;
+	uint64_t not_kept;        /* task records over the table's bound: not kept (counted) */
+};
+_Static_assert(sizeof(struct vt_perf_side_head) == 80, "perf side head is 80 bytes");
+
 /* Fills a whole page (page_size bytes) with a marker. */
 void vt_marker_encode(void *page, uint32_t page_size, enum vt_marker_kind kind, uint64_t session_id,
 		      uint32_t cpu, const struct vt_cpu_stats *stats);

@@ -8,7 +8,11 @@
  * byte is odd (then the input alone, so the search for the marker is fuzzed too). With bit 1 of
  * the first byte the merge follows the session (merge --follow, the live merge): the stream is
  * read as still being written, blocked at its end (perf flush markers are its horizon) until
- * the daemon's "end". */
+ * the daemon's "end". With bit 2 the daemon's flight recorder cut the stream halfway
+ * (collector/spool-side.c, from the input's records): perf-cpu0.side holds the task records of
+ * the first half, and the merge reads it, then the spool from the cut. */
+#include <errno.h>
+#include <linux/perf_event.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 #include <unistd.h>
 
 #include "fuzz-session.h"
+#include "collector.h"
 #include "gbin.h"
 #include "marker.h"
 #include "merge.h"
@@ -32,6 +37,32 @@ static void setup_dir(void)
 	fuzz_put("session.ini", session_ini, sizeof(session_ini) - 1);
 	if (!freopen("/dev/null", "w", stdout)) /* the merge's summary */
 		abort();
+}
+
+/* The flight recorder's table fed like the daemon's scan feeds it, then cut halfway. */
+static void fuzz_side(const uint8_t *spool, size_t n, size_t from)
+{
+	struct spool_side *t = NULL;
+	uint64_t records = 0, samples = 0, hole_end;
+	size_t off = from;
+
+	if (spool_side_new(fuzz_dir, 0, 1, &t) < 0)
+		abort();
+	while (off + 8 <= n) {
+		struct perf_event_header h;
+
+		memcpy(&h, spool + off, sizeof(h));
+		if (h.size < 8 || h.size % 8 || off + h.size > n)
+			break;
+		if (spool_side_mark(t, off, records, samples) < 0 ||
+		    (spool_side_wants(h.type) && spool_side_add(t, off, spool + off, h.size) == -ENOMEM))
+			abort();
+		records++, samples += h.type == PERF_RECORD_SAMPLE;
+		off += h.size;
+	}
+	if (spool_side_cut(t, from + (off - from) / 2, from, &hole_end) < 0)
+		abort();
+	spool_side_free(t);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -55,6 +86,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	memcpy(buf + n, data + 1, size - 1);
 	fuzz_put("perf-cpu0.spool", buf, n + size - 1);
+	snprintf(out, sizeof(out), "%s/perf-cpu0.side", fuzz_dir);
+	unlink(out);
+	if (data[0] & 4)
+		fuzz_side(buf, n + size - 1, n);
 	snprintf(out, sizeof(out), "%s/out.data", fuzz_dir);
 	if (data[0] & 2) {
 		int p[2];

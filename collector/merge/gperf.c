@@ -3,12 +3,14 @@
  * record at a time, validated (the guest is hostile), and written as perf's guest machine: ids
  * remapped above the guest tracepoints', times converted with the guest clock, the sample cpu
  * the host CPU of the vCPU thread, cpumode GUEST_KERNEL / GUEST_USER (docs/perf-data.md). */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,7 +26,9 @@ static void gp_cpu_close(struct gperf_cpu *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
-	c->fd = -1;
+	if (c->side_fd >= 0)
+		close(c->side_fd);
+	c->fd = c->side_fd = -1;
 	c->done = true;
 }
 
@@ -32,10 +36,12 @@ static void gp_cpu_close(struct gperf_cpu *c)
  * once per wait for data, then c->blocked without reading again). */
 static bool gp_need(struct merge_guest *g, struct gperf_cpu *c, size_t n)
 {
+	bool follow = g->follow && !c->in_side;
+
 	while (c->len - c->off < n) {
 		ssize_t r;
 
-		if (g->follow && c->eof_gen == g->follow_gen && c->eof_gen) {
+		if (follow && c->eof_gen == g->follow_gen && c->eof_gen) {
 			c->blocked = true;
 			return false;
 		}
@@ -46,12 +52,15 @@ static bool gp_need(struct merge_guest *g, struct gperf_cpu *c, size_t n)
 			c->len -= c->off;
 			c->off = 0;
 		}
-		r = pread(c->fd, c->buf + c->len, c->cap - c->len, (off_t)(c->file_off + c->len));
+		r = pread(c->in_side ? c->side_fd : c->fd, c->buf + c->len, c->cap - c->len,
+			  (off_t)(c->file_off + c->len));
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0 || (g->follow && c->len + (size_t)r - c->off < n)) {
+		if (r <= 0 || (follow && c->len + (size_t)r - c->off < n)) {
 			if (r > 0)
 				c->len += (size_t)r, g->loss.bytes_read += (uint64_t)r;
+			if (c->in_side)
+				return false;
 			c->eof_gen = g->follow_gen;
 			c->blocked = g->follow;
 			return false;
@@ -94,7 +103,51 @@ static bool gp_find_begin(struct merge_guest *g, struct gperf_cpu *c)
 	return false;
 }
 
-static int gp_open_cpu(struct merge_guest *g, int dfd, struct gperf_cpu *c)
+/* --flight-recorder: perf-cpuN.side, when the daemon freed the front of this stream. Its task
+ * records are read first (they are older than any record kept), then the spool from hole_end,
+ * a record boundary. A side file that does not fit this stream is not used (counted). */
+static void gp_side_open(struct merge_gperf *gp, struct merge_guest *g, int dfd, struct gperf_cpu *c)
+{
+	struct vt_perf_side_head h;
+	uint64_t pos = c->file_off + c->off, end;
+	struct stat st;
+	char name[48];
+	int fd;
+
+	snprintf(name, sizeof(name), "perf-cpu%u.side", c->cpu);
+	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	end = pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) ? le64toh(h.hole_end) : 0;
+	if (le64toh(h.magic) != VT_PERF_SIDE_MAGIC || le64toh(h.session_id) != g->session_id ||
+	    le32toh(h.cpu) != c->cpu || end < pos || fstat(c->fd, &st) < 0 || end > (uint64_t)st.st_size) {
+		gp->fr_side_bad++;
+		close(fd);
+		return;
+	}
+	gp->fr_records += le64toh(h.dropped_records);
+	gp->fr_samples += le64toh(h.dropped_samples);
+	gp->fr_side_records += le64toh(h.side_records);
+	gp->fr_not_kept += le64toh(h.not_kept);
+	c->fr_bytes = end - pos;
+	c->side_bytes = le64toh(h.side_bytes);
+	c->side_fd = fd;
+	c->in_side = true;
+	c->resume_off = end;
+	c->file_off = sizeof(h);
+	c->len = c->off = 0;
+}
+
+/* The side file is read: on to the spool, where its records go on. */
+static void gp_side_done(struct gperf_cpu *c)
+{
+	close(c->side_fd);
+	c->side_fd = -1;
+	c->in_side = false;
+	c->file_off = c->resume_off;
+	c->len = c->off = 0;
+}
+
+static int gp_open_cpu(struct merge_gperf *gp, struct merge_guest *g, int dfd, struct gperf_cpu *c)
 {
 	char name[48];
 
@@ -107,7 +160,10 @@ static int gp_open_cpu(struct merge_guest *g, int dfd, struct gperf_cpu *c)
 	c->rec = malloc(GP_REC_MAX);
 	if (!c->buf || !c->rec)
 		return -ENOMEM;
-	return gp_find_begin(g, c) ? 0 : -ENODATA;
+	if (!gp_find_begin(g, c))
+		return -ENODATA;
+	gp_side_open(gp, g, dfd, c);
+	return 0;
 }
 
 int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *dir)
@@ -141,8 +197,8 @@ int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *
 		int r;
 
 		c->cpu = i;
-		c->fd = -1;
-		r = gp_open_cpu(g, dfd, c);
+		c->fd = c->side_fd = -1;
+		r = gp_open_cpu(gp, g, dfd, c);
 		if (r == -ENOMEM)
 			return r;
 		if (r < 0) {
@@ -221,15 +277,23 @@ static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gpe
 	uint64_t id, raw;
 	int ev;
 
-	if (!gp_need(g, c, 8))
-		return -1;
+	if (!gp_need(g, c, 8)) {
+		if (!c->in_side)
+			return -1;
+		gp_side_done(c);
+		return 0;
+	}
 	memcpy(&h, c->buf + c->off, 8);
 	if (!memcmp(c->buf + c->off, "VIRTMARK", 8)) {
 		struct vt_marker m;
 		struct vt_perf_marker pm;
 
-		if (!gp_need(g, c, g->page_size))
+		if (!gp_need(g, c, g->page_size) && !c->in_side)
 			return -1;
+		if (c->in_side) { /* no marker is kept aside */
+			c->off += 8, c->skipped += 8;
+			return 0;
+		}
 		if (vt_marker_decode(c->buf + c->off, g->page_size, &m) == 1 && m.session_id == g->session_id &&
 		    m.cpu == c->cpu && vt_marker_decode_perf(c->buf + c->off, g->page_size, &m, &pm) == 0) {
 			struct vt_flush_marker f;
@@ -256,8 +320,12 @@ static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gpe
 		c->off += 8, c->skipped += 8; /* walk on to the next plausible record */
 		return 0;
 	}
-	if (!gp_need(g, c, h.size))
-		return -1;
+	if (!gp_need(g, c, h.size)) {
+		if (!c->in_side)
+			return -1;
+		gp_side_done(c); /* cut short: what it had */
+		return 0;
+	}
 	memcpy(c->rec, c->buf + c->off, h.size);
 	c->off += h.size;
 	c->bytes += h.size;
@@ -434,9 +502,14 @@ void merge_gperf_summary(const struct merge_gperf *gp, const struct merge_guest 
 			printf("  perf:   guest perf not merged: %s\n", gp->why);
 		return;
 	}
-	for (uint32_t i = 0; gp->cpus && i < gp->ncpus_total; i++)
-		if (gp->cpus[i].ended)
-			sent += gp->cpus[i].end.bytes_sent, got += gp->cpus[i].bytes + gp->cpus[i].skipped;
+	for (uint32_t i = 0; gp->cpus && i < gp->ncpus_total; i++) {
+		const struct gperf_cpu *c = &gp->cpus[i];
+
+		/* the flight recorder's freed bytes count as received; their records kept aside
+		 * were read (c->bytes) from the side file */
+		if (c->ended)
+			sent += c->end.bytes_sent, got += c->bytes + c->skipped + c->fr_bytes - MIN(c->side_bytes, c->fr_bytes);
+	}
 	if (g->perf_clock_on)
 		printf("  perf clock: guest mono (the trace clock is %s), fitted from perf-clock.samples: %" PRIu64
 		       " samples, error bound %" PRIu64 " ns\n", g->guest_clock, g->perf_clock.samples,
@@ -446,6 +519,11 @@ void merge_gperf_summary(const struct merge_gperf *gp, const struct merge_guest 
 	       gp->n_events, gp->streams, gp->ncpus_total, gp->records, gp->samples, gp->lost_records, gp->lost);
 	if (sent > got)
 		printf("          guest perf bytes missing in transport: %" PRIu64 "\n", sent - got);
+	if (gp->fr_records || gp->fr_side_bad)
+		printf("          flight recorder: the oldest %" PRIu64 " records (%" PRIu64 " samples) dropped; %" PRIu64
+		       " task and mapping records of them kept (perf-cpuN.side), %" PRIu64 " not kept (table full)%s\n",
+		       gp->fr_records, gp->fr_samples, gp->fr_side_records, gp->fr_not_kept,
+		       gp->fr_side_bad ? "; a perf-cpuN.side that does not fit its spool was not used" : "");
 	if (gp->bad_records || gp->unknown_ids || gp->no_end_cpus || gp->dropped_cpus || gp->reordered)
 		printf("          dropped: %" PRIu64 " malformed records, %" PRIu64 " with an unknown id; %u streams "
 		       "without an end marker, %u without a begin marker; %" PRIu64 " records' times raised to keep "

@@ -638,6 +638,8 @@ static void summary(const struct merge_ctx *m, const char *out)
 		{ "guest perf records dropped: malformed", m->gp.bad_records },
 		{ "guest perf records dropped: unknown id", m->gp.unknown_ids },
 		{ "guest perf streams without an end marker (amount missing unknown)", m->gp.no_end_cpus },
+		{ "oldest guest perf records dropped by the flight recorder (their task records kept aside)", m->gp.fr_records },
+		{ "guest perf task records the flight recorder had no room to keep", m->gp.fr_not_kept },
 	};
 
 	printf("merge summary\n");

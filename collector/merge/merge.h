@@ -338,6 +338,10 @@ struct gperf_cpu {
 	uint64_t bound_raw;     /* following: the newest perf flush marker's guest time */
 	uint64_t eof_gen;       /* following: follow_gen when the spool's end was last met */
 	uint64_t flush_markers; /* FLUSH answers between the records (skipped) */
+	/* --flight-recorder: perf-cpuN.side read first (in_side), then the spool from resume_off */
+	int side_fd;
+	bool in_side;
+	uint64_t resume_off, fr_bytes, side_bytes; /* bytes freed from the spool; of them, kept aside */
 };
 
 struct merge_gperf {
@@ -348,6 +352,9 @@ struct merge_gperf {
 	uint32_t ncpus_total, streams, dropped_cpus, no_end_cpus;
 	struct gperf_cpu *cpus;
 	uint64_t records, samples, lost_records, lost, bad_records, unknown_ids, reordered;
+	/* --flight-recorder (perf-cpuN.side): records and samples of the oldest part freed, the task
+	 * records of it kept aside, those the daemon's table had no room for, unusable side files */
+	uint64_t fr_records, fr_samples, fr_side_records, fr_not_kept, fr_side_bad;
 	uint64_t ktext; /* guest kernel _text (guest/kallsyms), 0 when unknown */
 };
 

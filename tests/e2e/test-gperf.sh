@@ -11,6 +11,7 @@
 #      during a flood of marker lines) are named from the guest's kallsyms; a host recording's
 #      guest-mode sample of this QEMU (made from a real host sample: no KVM here) too;
 #   3. (run before 2) the same with --live-merge: merged while tracing, same events as offline;
+#   4. (run before 2) with --flight-recorder 4M: perf streams cut, task records kept aside;
 #   2. the same spinner at SCHED_FIFO beside an 8 KiB guest perf ring: the agent cannot drain it,
 #      the kernel's LOST records reach perf (report --stats) and the stop summary says as much;
 #      the workload binary is not fetched again (already in the cache).
@@ -124,6 +125,51 @@ lc=$(event_counts "$T/lv.data")
 oc=$(event_counts "$T/lv-off.data")
 echo "live:"; echo "$lc"; echo "offline:"; echo "$oc"
 check "the live merge holds the same events as the offline merge (cpu-clock:G too)" bash -c '[ "$1" = "$2" ] && grep -q "cpu-clock:G" <<<"$1"' _ "$lc" "$oc"
+
+# 4 (before 2): --flight-recorder with guest perf. Each perf stream is cut at a record boundary
+# once past the window, its task and mapping records kept aside (perf-cpuN.side): vt-spin's
+# COMM and MMAP2 came before the window, yet its samples still carry its name and its binary's
+# function; the perf spools stay within the bound on disk; a snapshot while spinning is a valid
+# perf.data; the drop is counted as the flight recorder's, not as a loss in transport.
+perf_du() { du -B1 -c "$1"/perf-cpu*.spool | tail -n 1 | cut -f1; }
+FR=$((4 << 20))
+fsess=$(e2e_start -e 'sched:sched_switch' --guest-perf --guest-freq 5000 --flight-recorder 4M)
+check_out "start --guest-perf --flight-recorder 4M" "^$VM/sessions/" echo "$fsess"
+e2e_say "spin 14000"
+max=0
+for _ in $(seq 1 60); do
+	du=$(perf_du "$fsess")
+	[ "$du" -gt "$max" ] && max=$du
+	[ -f "$fsess/perf-cpu0.side" ] && [ -f "$fsess/perf-cpu1.side" ] && break
+	sleep 0.5
+done
+ls -ls "$fsess"/perf-cpu* >&2
+check "the daemon cut both perf streams (perf-cpuN.side written)" test -f "$fsess/perf-cpu0.side" -a -f "$fsess/perf-cpu1.side"
+fsnap=$(tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$T/fsnap.data" 2>&1)
+check "snapshot while spinning exits 0" test $? -eq 0
+echo "$fsnap"
+check_out "snapshot: the oldest perf records dropped, their task records kept" 'flight recorder: the oldest [1-9][0-9]* records .* [1-9][0-9]* task and mapping records of them kept' echo "$fsnap"
+check "snapshot: perf reads it without a warning" e2e_no_warnings "$T/fsnap.data" "$fsnap"
+check_out "snapshot: vt-spin's samples name workload_spin_hot" '^ +[0-9.]+% +vt-spin +workload +\[u\] workload_spin_hot' \
+	bash -c '"$1" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$T/fsnap.data"
+check "guest: the spin ends" e2e_wait '^vt-e2e: spin done 14000 status 0' 60
+for _ in 1 2 3 4; do du=$(perf_du "$fsess"); [ "$du" -gt "$max" ] && max=$du; sleep 0.2; done
+# Per CPU: the window, the cut's step (max(1 MiB, window / 8)), one 512 KiB block, the partial tail, the begin page.
+pbound=$((2 * (FR + (1 << 20) + (512 << 10) + 2 * 4096)))
+check "perf spools on disk stayed within the bound: max $max bytes (<= $pbound)" test "$max" -le "$pbound"
+fsum=$(e2e_stop -o "$T/fr.data" 2>&1)
+check "stop exits 0" test $? -eq 0
+echo "$fsum"
+check_out "merge summary: the oldest guest perf records dropped by the flight recorder" 'oldest guest perf records dropped by the flight recorder .*: [1-9]' echo "$fsum"
+check "merge summary: no guest perf bytes missing in transport" bash -c '! grep -q "guest perf bytes missing in transport" <<<"$1"' _ "$fsum"
+check "perf script/report: no warnings" e2e_no_warnings "$T/fr.data" "$fsum"
+check_out "vt-spin's samples still carry its name and workload_spin_hot (its COMM and MMAP2 came before the window)" \
+	'^ +[0-9.]+% +vt-spin +workload +\[u\] workload_spin_hot' \
+	bash -c '"$1" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$T/fr.data"
+first=$("$PERF" script -i "$T/fr.data" -F comm,time,event 2>/dev/null | awk '/vt-spin .*cpu-clock:G/ { sub(/:$/, "", $2); print $2; exit }')
+begin=$("$PERF" script -i "$T/fr.data" -F time,trace 2>/dev/null | awk '/vt-e2e spin begin/ { sub(/:$/, "", $1); print $1; exit }')
+check "the oldest samples are gone: the first vt-spin sample kept (${first:-none}) is seconds after the spin began (${begin:-dropped})" \
+	bash -c '[ -n "$1" ] && { [ -z "$2" ] || awk -v a="$1" -v b="$2" "BEGIN { exit !(a - b > 2) }"; }' _ "$first" "$begin"
 
 # 2: the ring overflows; LOST reaches perf.
 check_out "start --guest-perf --guest-perf-kb 8" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf --guest-perf-kb 8
