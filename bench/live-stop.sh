@@ -22,7 +22,7 @@ cpu_s() { awk -v t="$ticks" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"
 live_size() { stat -c %s "$1/live.data/data" 2>/dev/null || stat -c %s "$1/live.data" 2>/dev/null || echo 0; }
 
 e2e_boot --timeout $((secs + 600)) || { echo "boot failed"; exit 1; }
-sess=$(e2e_start -e 'sched:sched_switch' --buffer-kb 4096 $([ "$mode" = live ] && echo --live-merge)) ||
+sess=$(e2e_start -e 'sched:sched_switch' --buffer-kb 4096 $([ "$mode" = live ] && echo --live-merge || echo --no-live-merge)) ||
 	{ echo "start failed: $sess"; exit 1; }
 for _ in $(seq "$floods"); do
 	e2e_say bgflood && e2e_wait '^vt-e2e: bgflood started' 30 || exit 1

@@ -21,7 +21,7 @@
 	"       [--trace-clock auto|mono|x86-tsc]\n"                                                   \
 	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
 	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
-	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--flight-recorder SIZE | --live-merge]\n"  \
+	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--flight-recorder SIZE | --no-live-merge]\n" \
 	"       [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
 	"       [--flush-interval SEC] [--agent-events] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]\n"  \
@@ -39,8 +39,9 @@
 	"                   stream on disk, the oldest whole pages dropped and counted; host perf\n" \
 	"                   records into its overwritable ring (perf's overwrite mode), written at stop\n" \
 	"                   and for each 'snapshot'\n"                                                \
-	"  --live-merge     merge while tracing (a 'merge --follow' beside the daemon): stop then\n" \
-	"                   hands out the file in about a second at any size\n"                       \
+	"  --no-live-merge  merge at stop, not while tracing: by default a 'merge --follow' beside the\n" \
+	"                   daemon merges as the session goes (not with --flight-recorder), so stop\n" \
+	"                   hands out the file in about a second at any size (--live-merge: insist)\n" \
 	"  -o -             live view: the live merge as pipe-mode perf.data on stdout while tracing\n" \
 	"                   (pipe it into perf script); start stays in the foreground until stop\n" \
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10)\n"            \
@@ -205,12 +206,13 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'D': return start_abs(optarg, o->host_data, true);
 	case 'o':
 		if (!strcmp(optarg, "-")) /* the live merge to stdout: start stays in the foreground */
-			return o->live_stdout = o->live_merge = o->foreground = true, 0;
+			return o->live_stdout = o->live_merge = o->live_explicit = o->foreground = true, 0;
 		return start_abs(optarg, o->out, false);
 	case 'f': o->foreground = true; return 0;
 	case 'm': return util_parse_size(optarg, &o->max_size);
 	case 'W': return util_parse_size(optarg, &o->flight_recorder) < 0 || o->flight_recorder < (4u << 20) ? -EINVAL : 0;
-	case 'L': o->live_merge = true; return 0;
+	case 'L': o->live_merge = o->live_explicit = true; return 0;
+	case 'M': o->no_live_merge = true; return 0;
 	case 'b': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->buffer_kb = (uint32_t)v; return 0;
 	case 'q': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->qemu_pid = (pid_t)v; return 0;
 	case 't': if (util_parse_u64(optarg, 3600, &v) < 0 || !v) return -EINVAL; o->timeout_s = (unsigned)v; return 0;
@@ -245,7 +247,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "flush-interval", 1, 0, 'I' }, { "guest-perf", 2, 0, 'g' }, { "guest-freq", 1, 0, 'G' },
 		{ "guest-perf-kb", 1, 0, 'k' }, { "no-guest-binaries", 0, 0, 'x' },
 		{ "agent-events", 0, 0, 'S' }, { "flight-recorder", 1, 0, 'W' }, { "live-merge", 0, 0, 'L' },
-		{ "help", 0, 0, 'h' }, {},
+		{ "no-live-merge", 0, 0, 'M' }, { "help", 0, 0, 'h' }, {},
 	};
 	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
 	char buf[PATH_MAX];
@@ -304,12 +306,21 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 			  "a finished recording: drop it, or use --no-host");
 		return -EINVAL;
 	}
-	if (o->live_merge && (o->flight_recorder || o->host_data[0])) {
-		log_error("--live-merge merges the guest's streams with host perf while tracing; %s",
+	if (o->live_explicit && o->no_live_merge) {
+		log_error("--no-live-merge excludes %s", o->live_stdout ? "-o - (the live view is the live merge)" :
+			  "--live-merge");
+		return -EINVAL;
+	}
+	if (o->live_explicit && (o->flight_recorder || o->host_data[0])) {
+		log_error("%s merges the guest's streams with host perf while tracing; %s",
+			  o->live_stdout ? "-o -" : "--live-merge",
 			  o->flight_recorder ? "with --flight-recorder the window is merged at stop: drop one of them" :
 			  "--host-data names a finished recording: drop it, or use --no-host");
 		return -EINVAL;
 	}
+	/* The live merge is the default: stop then hands out the file at once. A flight recorder's
+	 * window and a finished host recording are merged at stop instead. */
+	o->live_merge = !o->no_live_merge && !o->flight_recorder && !o->host_data[0];
 	if ((o->no_host + !!o->host_events + !!o->host_perf_argc + !!o->host_data[0]) > 1) {
 		log_error("--host-events, --no-host, --host-data and perf record arguments after '--' exclude each other");
 		return -EINVAL;

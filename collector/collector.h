@@ -63,7 +63,10 @@ struct start_opts {
 	uint32_t buffer_kb;
 	uint64_t max_size;
 	uint64_t flight_recorder;     /* --flight-recorder SIZE: each guest CPU's newest SIZE kept */
-	bool live_merge;              /* --live-merge: merged while tracing (daemon-live.c) */
+	bool live_merge;              /* merged while tracing (daemon-live.c): the default, unless
+				       * --no-live-merge, --flight-recorder or --host-data */
+	bool live_explicit;           /* --live-merge (or -o -) given: refused where it cannot run */
+	bool no_live_merge;           /* --no-live-merge: stop merges (offline merge) */
 	bool live_stdout;             /* -o -: the live merge as pipe-mode perf.data on stdout */
 	pid_t qemu_pid;
 	bool no_host;

@@ -454,7 +454,7 @@ static void daemon_start_perf(struct daemon *d)
 	}
 	monotonic = !strcmp(d->s.clock_method, "ptp") || (!strcmp(d->s.clock_method, "kvm") && clocksync_kvm_monotonic(&d->clk));
 	if (d->o->live_merge && (r = live_prepare(d, &control)) < 0) {
-		daemon_fail(d, "--live-merge: cannot make host perf's control fifos in %s: %s (start without --live-merge: stop then merges)",
+		daemon_fail(d, "the live merge: cannot make host perf's control fifos in %s: %s (start with --no-live-merge: stop then merges)",
 			    d->s.dir, strerror(-r));
 		return;
 	}

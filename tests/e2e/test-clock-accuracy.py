@@ -47,7 +47,7 @@ def record(g, tmp, seconds, interval, live):
     os.makedirs(run_dir)
     r = collector("start", "--name", "vt-e2e", "--dir", g.dir, "--run-dir", run_dir, "--clock", "ptp",
                   "--probe-interval", str(interval), "--holdout-probes", "-e", "sched:sched_switch",
-                  "--host-events", "sched:sched_switch", "-o", out, *(["--live-merge"] if live else []),
+                  "--host-events", "sched:sched_switch", "-o", out, *(["--live-merge"] if live else ["--no-live-merge"]),
                   timeout=120)
     if r.returncode != 0:
         fail(f"trace-collector start failed ({r.returncode}): {r.stderr}")

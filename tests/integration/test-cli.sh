@@ -12,8 +12,8 @@ for c in setup start status snapshot stop merge; do
 	check_out "collector --help lists $c" "^  $c " "$TRACE_COLLECTOR" --help
 	check_out "collector $c --help" "^Usage: trace-collector $c" "$TRACE_COLLECTOR" "$c" --help
 done
-check_out "start --flight-recorder with --guest-perf: refused, saying why" 'guest perf streams are not bounded yet' \
-	"$TRACE_COLLECTOR" start --name vm1 --flight-recorder 64M --guest-perf
+check_out "start --live-merge with --flight-recorder: refused, saying why" 'with --flight-recorder the window is merged at stop' \
+	"$TRACE_COLLECTOR" start --name vm1 --flight-recorder 64M --live-merge
 check_out "snapshot without a session: says so" 'no session|not running|no daemon' \
 	"$TRACE_COLLECTOR" snapshot --name nosuchvm --run-dir /tmp
 check_out "collector unknown command" "unknown command 'frob'" "$TRACE_COLLECTOR" frob
