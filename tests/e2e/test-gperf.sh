@@ -135,9 +135,9 @@ perf_du() { du -B1 -c "$1"/perf-cpu*.spool | tail -n 1 | cut -f1; }
 FR=$((4 << 20))
 fsess=$(e2e_start -e 'sched:sched_switch' --guest-perf --guest-freq 5000 --flight-recorder 4M)
 check_out "start --guest-perf --flight-recorder 4M" "^$VM/sessions/" echo "$fsess"
-e2e_say "spin 14000"
+e2e_say "spin 24000" # ~0.4 MB/s per vCPU: the window and a step past it within ~15 s
 max=0
-for _ in $(seq 1 60); do
+for _ in $(seq 1 90); do
 	du=$(perf_du "$fsess")
 	[ "$du" -gt "$max" ] && max=$du
 	[ -f "$fsess/perf-cpu0.side" ] && [ -f "$fsess/perf-cpu1.side" ] && break
@@ -152,7 +152,7 @@ check_out "snapshot: the oldest perf records dropped, their task records kept" '
 check "snapshot: perf reads it without a warning" e2e_no_warnings "$T/fsnap.data" "$fsnap"
 check_out "snapshot: vt-spin's samples name workload_spin_hot" '^ +[0-9.]+% +vt-spin +workload +\[u\] workload_spin_hot' \
 	bash -c '"$1" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$T/fsnap.data"
-check "guest: the spin ends" e2e_wait '^vt-e2e: spin done 14000 status 0' 60
+check "guest: the spin ends" e2e_wait '^vt-e2e: spin done 24000 status 0' 60
 for _ in 1 2 3 4; do du=$(perf_du "$fsess"); [ "$du" -gt "$max" ] && max=$du; sleep 0.2; done
 # Per CPU: the window, the cut's step (max(1 MiB, window / 8)), one 512 KiB block, the partial tail, the begin page.
 pbound=$((2 * (FR + (1 << 20) + (512 << 10) + 2 * 4096)))

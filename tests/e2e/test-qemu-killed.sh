@@ -7,13 +7,17 @@ e2e_init qemu-killed
 check "boot: guest ready, agent waiting" e2e_boot
 qpid=$(e2e_qemu_pid)
 check "QEMU pid found" test -n "$qpid"
-check_out "start" "^$VM/sessions/" e2e_start -e 'sched,irq,timer'
+# Periodic probes every 0.5 s: the guest may trace with x86-tsc, whose rate needs probes 0.1 s
+# apart or more; the live merge's flushes bring both CPUs' pages within a second, before the
+# default 3 s probe.
+check_out "start" "^$VM/sessions/" e2e_start -e 'sched,irq,timer' --probe-interval 0.5
 e2e_say "run 5000"
 check "workload running in the guest" e2e_wait 'trace-agent: session .* started' 10
 # Kill it once pages of both CPUs arrived (the agent sends when a ring is half full).
 both_cpus() { [ "$(e2e_status | grep -cE '^cpu[01] +[1-9]')" -eq 2 ]; }
 for _ in $(seq 150); do both_cpus && break; sleep 0.2; done
 check "pages of both CPUs arrived" both_cpus
+sleep 1 # at least one periodic probe after the start burst
 check "QEMU killed mid-trace" kill -9 "$qpid"
 wait "$BOOT_PID"
 BOOT_PID=
