@@ -7,6 +7,8 @@
 # markers are checked (once each, in order) in the output.
 #   bench/live-stop.sh [SECONDS [live|offline [FLOODS]]]   (as root, after scripts/test built build/)
 # FLOODS (default 2): flooding workloads in the guest (one keeps one vCPU busy at a time).
+# env START_ARGS: more start options (e.g. --guest-perf). The follower's peak RSS (VmHWM) is
+# sampled with its CPU: the live merge's memory is its reorder window, not the session.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-60} mode=${2:-live} floods=${3:-2}
@@ -22,30 +24,32 @@ cpu_s() { awk -v t="$ticks" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"
 live_size() { stat -c %s "$1/live.data/data" 2>/dev/null || stat -c %s "$1/live.data" 2>/dev/null || echo 0; }
 
 e2e_boot --timeout $((secs + 600)) || { echo "boot failed"; exit 1; }
-sess=$(e2e_start -e 'sched:sched_switch' --buffer-kb 4096 $([ "$mode" = live ] && echo --live-merge || echo --no-live-merge)) ||
+# shellcheck disable=SC2086 # START_ARGS: words
+sess=$(e2e_start -e 'sched:sched_switch' --buffer-kb 4096 $([ "$mode" = live ] && echo --live-merge || echo --no-live-merge) ${START_ARGS:-}) ||
 	{ echo "start failed: $sess"; exit 1; }
 for _ in $(seq "$floods"); do
 	e2e_say bgflood && e2e_wait '^vt-e2e: bgflood started' 30 || exit 1
 	sleep 0.5
 done
-t0=$(date +%s) fcpu=0 last_noop=$(date +%s)
+t0=$(date +%s) fcpu=0 frss=0 last_noop=$(date +%s)
+hwm() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
 while [ $(($(date +%s) - t0)) -lt "$secs" ]; do
 	sleep 5
 	f=$(pgrep -f "merge --follow $sess" | head -n 1)
-	[ -n "$f" ] && fcpu=$(cpu_s "$f")
-	echo "sample t=$(($(date +%s) - t0)) spooled=$(stat -c %s "$sess"/cpu*.spool | paste -sd+ | bc) live_out=$(live_size "$sess") follower_cpu_s=$fcpu"
+	[ -n "$f" ] && fcpu=$(cpu_s "$f") frss=$(hwm "$f")
+	echo "sample t=$(($(date +%s) - t0)) spooled=$(stat -c %s "$sess"/*cpu*.spool | paste -sd+ | bc) live_out=$(live_size "$sess") follower_cpu_s=$fcpu follower_peak_rss_kb=$frss"
 	if [ $(($(date +%s) - last_noop)) -ge 60 ]; then e2e_say noop; last_noop=$(date +%s); fi
 done
 e2e_say bgstop; e2e_wait '^vt-e2e: bgflood stopped' 30
 e2e_run 300 || echo "markers: the workload failed"
 f=$(pgrep -f "merge --follow $sess" | head -n 1)
-[ -n "$f" ] && fcpu=$(cpu_s "$f")
-spooled=$(stat -c %s "$sess"/cpu*.spool | paste -sd+ | bc)
+[ -n "$f" ] && fcpu=$(cpu_s "$f") frss=$(hwm "$f")
+spooled=$(stat -c %s "$sess"/*cpu*.spool | paste -sd+ | bc)
 s0=$(date +%s.%N)
 sum=$(e2e_stop -o "$T/out.data" 2>&1); rc=$?
 sw=$(awk -v a="$s0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 echo "$sum" | grep -E '^cpu|losses|live:|output|input read|clock:'
 ok=no; e2e_markers "$T/out.data" 300 && ok=yes
-echo "RESULT mode=$mode secs=$secs floods=$floods spooled_bytes=$spooled stop_rc=$rc stop_wall_s=$sw follower_cpu_s_before_stop=$fcpu markers_300_in_order=$ok out_bytes=$(stat -c %s "$T/out.data" 2>/dev/null || du -sb "$T/out.data" | cut -f1)"
+echo "RESULT mode=$mode secs=$secs floods=$floods spooled_bytes=$spooled stop_rc=$rc stop_wall_s=$sw follower_cpu_s_before_stop=$fcpu follower_peak_rss_kb=$frss markers_300_in_order=$ok out_bytes=$(stat -c %s "$T/out.data" 2>/dev/null || du -sb "$T/out.data" | cut -f1)"
 rm -rf "$T/out.data"
 e2e_end

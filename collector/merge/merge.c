@@ -427,8 +427,10 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended && m->guest.present &&
 			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns && samples_grew(f)) {
 			f->next_refit_ns = now + FOLLOW_REFIT_NS;
-			if (merge_meta_clock_live(&m->guest, f->dfd) == 0)
+			if (merge_meta_clock_live(&m->guest, f->dfd) == 0) {
 				f->refits++;
+				m->live_bound_ns = MAX(m->live_bound_ns, m->guest.clock.error_bound_ns);
+			}
 			if (m->guest.perf_clock_needed)
 				merge_meta_perf_clock(&m->guest, f->dfd);
 		}
@@ -692,10 +694,11 @@ static void merge_info(const struct merge_ctx *m, const struct merge_options *o)
 	}
 	fprintf(f, "output=%s\nclock_method=%s\nclock_aligned=%d\nclock_recovered=%d\nclock_samples=%" PRIu64
 		   "\nclock_error_bound_ns=%" PRIu64 "\nguest_outside_window=%" PRIu64 "\nvcpu_cpu=%s\n"
-		   "vcpu_fallback_records=%" PRIu64 "\nguest_samples=%" PRIu64 "\n",
+		   "vcpu_fallback_records=%" PRIu64 "\nguest_samples=%" PRIu64 "\nclock_live_error_bound_ns=%" PRIu64 "\n",
 		o->output, g->clock_aligned ? g->clock.method : "none", g->clock_aligned, g->clock_recovered,
 		g->clock.samples, g->clock.error_bound_ns, g->loss.outside_window,
-		m->vcpu.why[0] ? "fallback" : "host_sched_switch", m->vcpu.fallback_samples, m->guest_samples);
+		m->vcpu.why[0] ? "fallback" : "host_sched_switch", m->vcpu.fallback_samples, m->guest_samples,
+		m->live_bound_ns);
 	fclose(f);
 }
 
@@ -855,8 +858,9 @@ int merge_run(const struct merge_options *o)
 			log_error("live merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
 			goto out;
 		}
-		printf("  live:   merged while tracing; clock refitted %u times from the probes so far, %" PRIu64
-		       " guest times raised to keep the order\n", f.refits, f.clamped);
+		printf("  live:   merged while tracing; clock refitted %u times from the probes so far (their error "
+		       "bounds up to %" PRIu64 " ns; at the end clock.ini's), %" PRIu64 " guest times raised to keep "
+		       "the order\n", f.refits, m->live_bound_ns, f.clamped);
 	} else if ((r = merge_loop(m)) < 0) {
 		log_error("merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
 		goto out;

@@ -40,6 +40,9 @@ struct merge_options {
 	int follow_fd;
 };
 
+/* Following: a live clock fit is used once its probes span this much at least. */
+#define MERGE_LIVE_MIN_SPAN_NS 5000000000ull
+
 /* What was dropped or lost, by kind (the summary prints each non-zero one). */
 struct merge_losses {
 	uint64_t damaged_read, damaged_marker, damaged_header; /* pages dropped, by reason */

@@ -170,16 +170,17 @@ void merge_meta_notes(struct merge_guest *g, int dfd)
 /* clock.ini text for a fit of a samples file (clock.samples, perf-clock.samples); *why says
  * what failed. */
 static int fit_samples_max(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen,
-			   uint64_t *ret_host_max);
+			   uint64_t *ret_host_max, uint64_t *ret_host_min);
 
 static int fit_samples(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen)
 {
-	return fit_samples_max(dfd, name, ret_text, ret_len, why, whylen, NULL);
+	return fit_samples_max(dfd, name, ret_text, ret_len, why, whylen, NULL, NULL);
 }
 
-/* The fit of a samples file; *ret_host_max (when asked) gets the newest sample's host time. */
+/* The fit of a samples file; *ret_host_max and *ret_host_min (when asked) get the newest and
+ * the oldest sample's host times. */
 static int fit_samples_max(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen,
-			   uint64_t *ret_host_max)
+			   uint64_t *ret_host_max, uint64_t *ret_host_min)
 {
 	_cleanup_free_ struct clock_sample *s = NULL;
 	struct clock_fit fit;
@@ -205,6 +206,8 @@ static int fit_samples_max(int dfd, const char *name, char **ret_text, size_t *r
 	}
 	for (size_t i = 0; ret_host_max && i < n; i++)
 		*ret_host_max = MAX(*ret_host_max, s[i].host_send);
+	for (size_t i = 0; ret_host_min && i < n; i++)
+		*ret_host_min = i ? MIN(*ret_host_min, s[i].host_send) : s[i].host_send;
 	if (!(f = open_memstream(ret_text, ret_len)))
 		return -ENOMEM;
 	r = clockfit_write_ini(f, "ptp", &fit);
@@ -329,11 +332,17 @@ int merge_meta_clock_live(struct merge_guest *g, int dfd)
 	struct clock_map c = { 0 };
 	char why[160];
 	size_t len = 0;
-	uint64_t newest = 0;
-	int r = fit_samples_max(dfd, "clock.samples", &text, &len, why, sizeof(why), &newest);
+	uint64_t newest = 0, oldest = 0;
+	int r = fit_samples_max(dfd, "clock.samples", &text, &len, why, sizeof(why), &newest, &oldest);
 
 	if (r < 0)
 		return r; /* the fit so far stays (a line being written, say) */
+	/* Probes over a few seconds at least: a rate fitted over the start burst alone (a cycle
+	 * clock's above all) converts the session's first seconds hundreds of us off, more than the
+	 * final fit's bound states (e2e scale-coarse-clock saw 448 us against 235 us). Until then
+	 * nothing waits in vain: a shorter session is converted at its end with clock.ini. */
+	if (newest - oldest < MERGE_LIVE_MIN_SPAN_NS)
+		return -EAGAIN;
 	if (clock_apply_parse(text, len, &c) < 0 || c.n == 0) {
 		clock_apply_free(&c);
 		return -EBADMSG;
@@ -361,7 +370,7 @@ void merge_meta_perf_clock(struct merge_guest *g, int dfd)
 
 	/* Following, called again as probes come: a failed refit keeps the fit so far. */
 	if (fit_samples_max(dfd, "perf-clock.samples", &text, &len, g->perf_clock_why, sizeof(g->perf_clock_why),
-			    &newest) < 0)
+			    &newest, NULL) < 0)
 		return;
 	if (clock_apply_parse(text, len, &c) < 0 || c.n == 0) {
 		snprintf(g->perf_clock_why, sizeof(g->perf_clock_why), "the fit of perf-clock.samples is unusable");

@@ -25,6 +25,7 @@ struct merge_ctx {
 	struct perf_attr_ids *attrs; /* host attrs (ids borrowed) then guest attrs (ids owned) */
 	size_t n_attrs;
 	uint64_t first_sample, last_sample, last_ts, since_round;
+	uint64_t live_bound_ns; /* following: the largest error bound of the fits used while tracing */
 	bool index_done, comms_done;
 	uint64_t guest_samples, guest_lost_records, host_written;
 	int zstd;
