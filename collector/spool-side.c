@@ -90,6 +90,19 @@ bool spool_side_wants(uint32_t type)
 	       type == PERF_RECORD_FORK || type == PERF_RECORD_EXIT || type == PERF_RECORD_KSYMBOL;
 }
 
+/* Doubles an array's capacity (first: first): 0 or -ENOMEM. */
+static int side_grow(void **v, size_t *cap, size_t first, size_t size)
+{
+	size_t n = *cap ? 2 * *cap : first;
+	void *p = realloc(*v, n * size);
+
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = n;
+	return 0;
+}
+
 int spool_side_mark(struct spool_side *t, uint64_t off, uint64_t records, uint64_t samples)
 {
 	if (off < t->next_block)
@@ -99,15 +112,8 @@ int spool_side_mark(struct spool_side *t, uint64_t off, uint64_t records, uint64
 		t->mn -= t->mhead;
 		t->mhead = 0;
 	}
-	if (t->mn == t->mcap) {
-		size_t cap = t->mcap ? 2 * t->mcap : 1024;
-		struct side_mark *m = realloc(t->mark, cap * sizeof(*m));
-
-		if (!m)
-			return -ENOMEM;
-		t->mark = m;
-		t->mcap = cap;
-	}
+	if (t->mn == t->mcap && side_grow((void **)&t->mark, &t->mcap, 1024, sizeof(*t->mark)) < 0)
+		return -ENOMEM;
 	t->mark[t->mn++] = (struct side_mark){ off, records, samples };
 	t->next_block = (off / SIDE_BLOCK + 1) * SIDE_BLOCK;
 	return 0;
@@ -144,15 +150,8 @@ int spool_side_add(struct spool_side *t, uint64_t off, const uint8_t *rec, uint1
 		t->not_kept++;
 		return 0;
 	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 256;
-		struct side_ent *v = realloc(t->ent, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->ent = v;
-		t->cap = cap;
-	}
+	if (t->n == t->cap && side_grow((void **)&t->ent, &t->cap, 256, sizeof(*t->ent)) < 0)
+		return -ENOMEM;
 	if (!(e.rec = malloc(size)))
 		return -ENOMEM;
 	memcpy(e.rec, rec, size);
