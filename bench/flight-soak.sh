@@ -32,7 +32,7 @@ while :; do
 	[ "$du" -gt "$max" ] && max=$du
 	st=$(e2e_status)
 	echo "sample t=${el%.*} spool_du=$du logical=$(stat -c %s "$sess"/*cpu*.spool | paste -sd+ | bc) host_data=$(du -B1 -c "$sess"/host.data* 2>/dev/null | tail -n 1 | cut -f1) $(grep '^flight recorder' <<<"$st" | sed 's/.* \([0-9.]*\) MiB dropped so far/dropped_mib=\1/')"
-	if [ "${el%.*}" -ge "$next_snap" ]; then
+	if [ "$(echo "$el >= $next_snap" | bc)" = 1 ]; then
 		s0=$(date +%s.%N)
 		out=$(tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$T/snap.data" 2>&1); rc=$?
 		sw=$(echo "$(date +%s.%N) - $s0" | bc)

@@ -48,7 +48,7 @@ spooled=$(stat -c %s "$sess"/*cpu*.spool | paste -sd+ | bc)
 s0=$(date +%s.%N)
 sum=$(e2e_stop -o "$T/out.data" 2>&1); rc=$?
 sw=$(awk -v a="$s0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-echo "$sum" | grep -E '^cpu|losses|live:|output|input read|clock:'
+echo "$sum" | grep -E '^cpu|^perf cpu|perf:|losses|live:|output|input read|clock:'
 ok=no; e2e_markers "$T/out.data" 300 && ok=yes
 echo "RESULT mode=$mode secs=$secs floods=$floods spooled_bytes=$spooled stop_rc=$rc stop_wall_s=$sw follower_cpu_s_before_stop=$fcpu follower_peak_rss_kb=$frss markers_300_in_order=$ok out_bytes=$(stat -c %s "$T/out.data" 2>/dev/null || du -sb "$T/out.data" | cut -f1)"
 rm -rf "$T/out.data"
