@@ -186,6 +186,8 @@ int spool_side_new(const char *session_dir, unsigned cpu, uint64_t session_id, s
 void spool_side_free(struct spool_side *t);
 bool spool_side_wants(uint32_t type); /* COMM, MMAP, MMAP2, FORK, EXIT, KSYMBOL */
 uint8_t *spool_side_buf(struct spool_side *t); /* 64 KiB: where the scan reads such a record */
+/* The scan passed a perf flush marker page (the cut's head counts them: not records). */
+void spool_side_flush_marker(struct spool_side *t);
 /* A record starts at off (the stream's records and samples before it): 0 or -ENOMEM. */
 int spool_side_mark(struct spool_side *t, uint64_t off, uint64_t records, uint64_t samples);
 /* A task or mapping record at off (size checked by the caller against the stream): kept, or

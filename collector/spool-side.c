@@ -36,6 +36,7 @@ struct side_ent {
 
 struct side_mark {
 	uint64_t off, records, samples; /* a record start; the stream's counts before it */
+	uint64_t flushes;               /* perf flush marker pages before it */
 };
 
 struct spool_side {
@@ -47,7 +48,7 @@ struct spool_side {
 	struct side_mark *mark; /* [mhead, mn) in stream order */
 	size_t mhead, mn, mcap;
 	uint64_t next_block; /* a record starting at or after this offset gets a mark */
-	uint64_t not_kept, hole_end;
+	uint64_t not_kept, hole_end, flushes;
 	uint8_t rec[65536]; /* the scan reads a record here */
 };
 
@@ -103,6 +104,11 @@ static int side_grow(void **v, size_t *cap, size_t first, size_t size)
 	return 0;
 }
 
+void spool_side_flush_marker(struct spool_side *t)
+{
+	t->flushes++;
+}
+
 int spool_side_mark(struct spool_side *t, uint64_t off, uint64_t records, uint64_t samples)
 {
 	if (off < t->next_block)
@@ -114,7 +120,7 @@ int spool_side_mark(struct spool_side *t, uint64_t off, uint64_t records, uint64
 	}
 	if (t->mn == t->mcap && side_grow((void **)&t->mark, &t->mcap, 1024, sizeof(*t->mark)) < 0)
 		return -ENOMEM;
-	t->mark[t->mn++] = (struct side_mark){ off, records, samples };
+	t->mark[t->mn++] = (struct side_mark){ off, records, samples, t->flushes };
 	t->next_block = (off / SIDE_BLOCK + 1) * SIDE_BLOCK;
 	return 0;
 }
@@ -265,6 +271,7 @@ static int side_write(struct spool_side *t, const struct side_mark *cut, uint64_
 {
 	struct vt_perf_side_head h = { .magic = htole64(VT_PERF_SIDE_MAGIC), .session_id = htole64(t->session_id),
 				       .cpu = htole32(t->cpu), .hole_end = htole64(cut->off),
+				       .flush_pages = htole32((uint32_t)MIN(cut->flushes, UINT32_MAX)),
 				       .dropped_records = htole64(cut->records), .dropped_samples = htole64(cut->samples),
 				       .dropped_bytes = htole64(cut->off - data_start), .not_kept = htole64(t->not_kept) };
 	uint64_t n = 0, bytes = 0;

@@ -355,6 +355,8 @@ static void spool_perf_marker(struct spool *s)
 			s->st.flush_markers++;
 			s->st.flush_seq = f.seq;
 			s->scan_off += s->page_size;
+			if (s->side)
+				spool_side_flush_marker(s->side);
 			return;
 		}
 	}

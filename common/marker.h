@@ -65,7 +65,8 @@ _Static_assert(sizeof(struct vt_flush_marker) == 16, "flush marker tail is 16 by
 struct vt_perf_side_head {
 	uint64_t magic;
 	uint64_t session_id;
-	uint32_t cpu, reserved;
+	uint32_t cpu;
+	uint32_t flush_pages;     /* perf flush marker pages before hole_end (not records) */
 	uint64_t hole_end;        /* the spool's records go on from this offset */
 	uint64_t dropped_records; /* records of the stream before hole_end (these side ones included) */
 	uint64_t dropped_samples;

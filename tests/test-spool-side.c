@@ -116,6 +116,8 @@ TEST(cut_keeps_what_live_tasks_need)
 	task(&f, PERF_RECORD_FORK, 0, 200, 201, NULL);  /* a thread of b */
 	task(&f, PERF_RECORD_COMM, 0, 200, 201, "b-thread");
 	samples(&f, 10);
+	spool_side_flush_marker(f.t); /* a perf flush marker page between records */
+	f.off += 4096;
 	task(&f, PERF_RECORD_EXIT, 0, 200, 201, NULL);  /* the thread exits */
 	task(&f, PERF_RECORD_COMM, PERF_RECORD_MISC_COMM_EXEC, 100, 100, "a2"); /* a execs */
 	task(&f, PERF_RECORD_MMAP2, PERF_RECORD_MISC_USER, 100, 100, "/bin/a2");
@@ -141,6 +143,7 @@ TEST(cut_keeps_what_live_tasks_need)
 	CHECK_INT(h.dropped_records, ==, 12 + h.dropped_samples);
 	CHECK_INT(h.dropped_samples, ==, 10 + (hole - (exit_c + 72)) / 64);
 	CHECK_INT(h.not_kept, ==, 0);
+	CHECK_INT(h.flush_pages, ==, 1); /* not records: the merge's transport check leaves it out */
 	/* Nothing new past the window: no second cut. */
 	CHECK_INT(spool_side_cut(f.t, before_cut, 4096, &hole), ==, 0);
 

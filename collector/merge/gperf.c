@@ -128,7 +128,8 @@ static void gp_side_open(struct merge_gperf *gp, struct merge_guest *g, int dfd,
 	gp->fr_samples += le64toh(h.dropped_samples);
 	gp->fr_side_records += le64toh(h.side_records);
 	gp->fr_not_kept += le64toh(h.not_kept);
-	c->fr_bytes = end - pos;
+	/* the freed bytes that were records (flush marker pages are not in bytes_sent) */
+	c->fr_bytes = end - pos - MIN(end - pos, (uint64_t)le32toh(h.flush_pages) * g->page_size);
 	c->side_bytes = le64toh(h.side_bytes);
 	c->side_fd = fd;
 	c->in_side = true;

@@ -344,7 +344,7 @@ struct gperf_cpu {
 	/* --flight-recorder: perf-cpuN.side read first (in_side), then the spool from resume_off */
 	int side_fd;
 	bool in_side;
-	uint64_t resume_off, fr_bytes, side_bytes; /* bytes freed from the spool; of them, kept aside */
+	uint64_t resume_off, fr_bytes, side_bytes; /* record bytes freed from the spool; of them, kept aside */
 };
 
 struct merge_gperf {
