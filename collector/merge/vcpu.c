@@ -262,7 +262,8 @@ int merge_vcpu_init(struct merge_vcpu *v, const struct merge_guest *g, const str
 	prescan(v, h, (uint32_t)g->machine_pid, host_path);
 	if (!v->named)
 		snprintf(v->why, sizeof(v->why), "no \"CPU n/KVM\" threads of QEMU pid %u in the host recording "
-			 "(start QEMU with -name debug-threads=on)", (uint32_t)g->machine_pid);
+			 "(start QEMU with -name debug-threads=on; single-threaded TCG, -accel tcg,thread=single, has "
+			 "no thread per vCPU)", (uint32_t)g->machine_pid);
 	return 0;
 }
 
