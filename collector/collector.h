@@ -194,8 +194,10 @@ int spool_side_mark(struct spool_side *t, uint64_t off, uint64_t records, uint64
  * counted when the table is full; -EINVAL for a record too short for its type. */
 int spool_side_add(struct spool_side *t, uint64_t off, const uint8_t *rec, uint16_t size);
 /* Cuts at the newest record start at or before target (after data_start, the end of the begin
- * marker page): writes perf-cpuN.side for it; 1 with *ret_hole_end, 0 (nothing to cut), -errno. */
-int spool_side_cut(struct spool_side *t, uint64_t target, uint64_t data_start, uint64_t *ret_hole_end);
+ * marker page, and at least step past the last cut): writes perf-cpuN.side for it; 1 with
+ * *ret_hole_end, 0 (nothing to cut), -errno. */
+int spool_side_cut(struct spool_side *t, uint64_t target, uint64_t data_start, uint64_t step,
+		   uint64_t *ret_hole_end);
 int spool_arm(struct spool *s, struct event_base *base);
 /* Moves what the port has into the spool and scans it (the read callback; tests call it). */
 void spool_poll(struct spool *s);

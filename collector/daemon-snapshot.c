@@ -41,11 +41,12 @@ static int snapshot_files(struct daemon *d, const char *dir)
 			continue;
 		snprintf(name, sizeof(name), "%scpu%u.spool", k < COLLECTOR_MAX_CPUS ? "" : "perf-", k % COLLECTOR_MAX_CPUS);
 		r = snapshot_link(d->s.dir, dir, name);
-		/* --flight-recorder: a perf stream's records kept aside (the daemon replaces the
-		 * file by rename: the link holds the one of now) */
-		snprintf(name, sizeof(name), "perf-cpu%u.side", k % COLLECTOR_MAX_CPUS);
-		if (r == 0 && k >= COLLECTOR_MAX_CPUS)
+		if (r == 0 && k >= COLLECTOR_MAX_CPUS) {
+			/* --flight-recorder: a perf stream's records kept aside (the daemon replaces
+			 * the file by rename: the link holds the one of now) */
+			snprintf(name, sizeof(name), "perf-cpu%u.side", k % COLLECTOR_MAX_CPUS);
 			r = snapshot_link(d->s.dir, dir, name);
+		}
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(meta) && r == 0; i++)
 		r = snapshot_link(d->s.dir, dir, meta[i]);

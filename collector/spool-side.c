@@ -298,7 +298,8 @@ static int side_write(struct spool_side *t, const struct side_mark *cut, uint64_
 	return r;
 }
 
-int spool_side_cut(struct spool_side *t, uint64_t target, uint64_t data_start, uint64_t *ret_hole_end)
+int spool_side_cut(struct spool_side *t, uint64_t target, uint64_t data_start, uint64_t step,
+		   uint64_t *ret_hole_end)
 {
 	size_t i = t->mhead, cut, n = 0;
 	int r;
@@ -308,7 +309,7 @@ int spool_side_cut(struct spool_side *t, uint64_t target, uint64_t data_start, u
 	while (i + 1 < t->mn && t->mark[i + 1].off <= target)
 		i++;
 	cut = i;
-	if (t->mark[cut].off <= MAX(t->hole_end, data_start))
+	if (t->mark[cut].off <= MAX(t->hole_end, data_start) || t->mark[cut].off < t->hole_end + step)
 		return 0;
 	while (n < t->n && t->ent[n].off < t->mark[cut].off)
 		n++;

@@ -188,20 +188,16 @@ static int spool_drop_oldest(struct spool *s)
 		return 0;
 	to = (s->flushed - s->fr_bytes) / SPOOL_ALIGN * SPOOL_ALIGN;
 	from = MAX(s->fr_hole_end, (data_start + SPOOL_ALIGN - 1) / SPOOL_ALIGN * SPOOL_ALIGN);
-	if (s->perf) {
-		if (s->flushed - s->fr_bytes < s->fr_hole_end + MAX(1u << 20, s->fr_bytes / 8))
-			return 0;
-		if ((r = spool_side_cut(s->side, s->flushed - s->fr_bytes, data_start, &hole_end)) <= 0) {
-			if (r < 0)
-				log_error("cpu%u: --flight-recorder cannot write perf-cpu%u.side: %s", s->cpu, s->cpu,
-					  strerror(-r));
+	if (s->perf) { /* a step at a time: each cut rewrites perf-cpuN.side */
+		r = spool_side_cut(s->side, s->flushed - s->fr_bytes, data_start, MAX(1u << 20, s->fr_bytes / 8),
+				   &hole_end);
+		if (r < 0) /* the bound cannot hold: as for a hole that cannot be punched */
+			log_error("cpu%u: --flight-recorder cannot write %s/perf-cpu%u.side (%s): free space there, or "
+				  "start without --flight-recorder; what was spooled is kept", s->cpu, s->dir, s->cpu,
+				  strerror(-r));
+		if (r <= 0)
 			return r;
-		}
 		to = hole_end / SPOOL_ALIGN * SPOOL_ALIGN;
-		if (to <= from) {
-			s->fr_hole_end = MAX(s->fr_hole_end, to);
-			return 0;
-		}
 	}
 	if (to <= from)
 		return 0;

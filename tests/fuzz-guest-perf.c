@@ -60,7 +60,7 @@ static void fuzz_side(const uint8_t *spool, size_t n, size_t from)
 		records++, samples += h.type == PERF_RECORD_SAMPLE;
 		off += h.size;
 	}
-	if (spool_side_cut(t, from + (off - from) / 2, from, &hole_end) < 0)
+	if (spool_side_cut(t, from + (off - from) / 2, from, 0, &hole_end) < 0)
 		abort();
 	spool_side_free(t);
 }

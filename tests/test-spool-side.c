@@ -129,7 +129,7 @@ TEST(cut_keeps_what_live_tasks_need)
 	task(&f, PERF_RECORD_COMM, 0, 400, 400, "d"); /* after the cut */
 	samples(&f, 10);
 
-	CHECK_INT(spool_side_cut(f.t, before_cut, 4096, &hole), ==, 1);
+	CHECK_INT(spool_side_cut(f.t, before_cut, 4096, 0, &hole), ==, 1);
 	CHECK_INT(hole, <=, before_cut);
 	CHECK_INT(hole, >, exit_c);
 	CHECK_INT((hole - 4096) % 8, ==, 0);
@@ -144,13 +144,14 @@ TEST(cut_keeps_what_live_tasks_need)
 	CHECK_INT(h.dropped_samples, ==, 10 + (hole - (exit_c + 72)) / 64);
 	CHECK_INT(h.not_kept, ==, 0);
 	CHECK_INT(h.flush_pages, ==, 1); /* not records: the merge's transport check leaves it out */
-	/* Nothing new past the window: no second cut. */
-	CHECK_INT(spool_side_cut(f.t, before_cut, 4096, &hole), ==, 0);
+	/* Nothing new past the window: no second cut; nor one less than a step past the last. */
+	CHECK_INT(spool_side_cut(f.t, before_cut, 4096, 0, &hole), ==, 0);
+	CHECK_INT(spool_side_cut(f.t, f.off, 4096, 1u << 20, &hole), ==, 0);
 
 	/* b exits after the cut; the next cut takes it and d: b's records go, d's stays. */
 	task(&f, PERF_RECORD_EXIT, 0, 200, 200, NULL);
 	samples(&f, 100);
-	CHECK_INT(spool_side_cut(f.t, f.off, 4096, &hole), ==, 1);
+	CHECK_INT(spool_side_cut(f.t, f.off, 4096, 0, &hole), ==, 1);
 	CHECK(read_side(dir, &h, names, sizeof(names)) == 0);
 	printf("cut at %llu: kept %s\n", (unsigned long long)hole, names);
 	CHECK(!strcmp(names, "a2 /bin/a2 d"));

@@ -59,10 +59,10 @@ static bool gp_need(struct merge_guest *g, struct gperf_cpu *c, size_t n)
 		if (r <= 0 || (follow && c->len + (size_t)r - c->off < n)) {
 			if (r > 0)
 				c->len += (size_t)r, g->loss.bytes_read += (uint64_t)r;
-			if (c->in_side)
-				return false;
-			c->eof_gen = g->follow_gen;
-			c->blocked = g->follow;
+			if (!c->in_side) {
+				c->eof_gen = g->follow_gen;
+				c->blocked = g->follow;
+			}
 			return false;
 		}
 		c->len += (size_t)r;
@@ -108,7 +108,7 @@ static bool gp_find_begin(struct merge_guest *g, struct gperf_cpu *c)
  * a record boundary. A side file that does not fit this stream is not used (counted). */
 static void gp_side_open(struct merge_gperf *gp, struct merge_guest *g, int dfd, struct gperf_cpu *c)
 {
-	struct vt_perf_side_head h;
+	struct vt_perf_side_head h = { 0 };
 	uint64_t pos = c->file_off + c->off, end;
 	struct stat st;
 	char name[48];
@@ -138,14 +138,18 @@ static void gp_side_open(struct merge_gperf *gp, struct merge_guest *g, int dfd,
 	c->len = c->off = 0;
 }
 
-/* The side file is read: on to the spool, where its records go on. */
-static void gp_side_done(struct gperf_cpu *c)
+/* No more bytes where the reader is: the stream's end (-1), or, in the side file, on to the
+ * spool where its records go on (0: read on). */
+static int gp_out_of_bytes(struct gperf_cpu *c)
 {
+	if (!c->in_side)
+		return -1;
 	close(c->side_fd);
 	c->side_fd = -1;
 	c->in_side = false;
 	c->file_off = c->resume_off;
 	c->len = c->off = 0;
+	return 0;
 }
 
 static int gp_open_cpu(struct merge_gperf *gp, struct merge_guest *g, int dfd, struct gperf_cpu *c)
@@ -278,23 +282,15 @@ static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gpe
 	uint64_t id, raw;
 	int ev;
 
-	if (!gp_need(g, c, 8)) {
-		if (!c->in_side)
-			return -1;
-		gp_side_done(c);
-		return 0;
-	}
+	if (!gp_need(g, c, 8))
+		return gp_out_of_bytes(c);
 	memcpy(&h, c->buf + c->off, 8);
-	if (!memcmp(c->buf + c->off, "VIRTMARK", 8)) {
+	if (!memcmp(c->buf + c->off, "VIRTMARK", 8) && !c->in_side) { /* no marker is kept aside */
 		struct vt_marker m;
 		struct vt_perf_marker pm;
 
-		if (!gp_need(g, c, g->page_size) && !c->in_side)
+		if (!gp_need(g, c, g->page_size))
 			return -1;
-		if (c->in_side) { /* no marker is kept aside */
-			c->off += 8, c->skipped += 8;
-			return 0;
-		}
 		if (vt_marker_decode(c->buf + c->off, g->page_size, &m) == 1 && m.session_id == g->session_id &&
 		    m.cpu == c->cpu && vt_marker_decode_perf(c->buf + c->off, g->page_size, &m, &pm) == 0) {
 			struct vt_flush_marker f;
@@ -321,12 +317,8 @@ static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gpe
 		c->off += 8, c->skipped += 8; /* walk on to the next plausible record */
 		return 0;
 	}
-	if (!gp_need(g, c, h.size)) {
-		if (!c->in_side)
-			return -1;
-		gp_side_done(c); /* cut short: what it had */
-		return 0;
-	}
+	if (!gp_need(g, c, h.size))
+		return gp_out_of_bytes(c); /* a side file cut short: what it had */
 	memcpy(c->rec, c->buf + c->off, h.size);
 	c->off += h.size;
 	c->bytes += h.size;
@@ -370,7 +362,7 @@ bool merge_gperf_peek(struct merge_gperf *gp, struct merge_guest *g, struct gper
 
 uint64_t merge_gperf_bound(struct merge_guest *g, const struct gperf_cpu *c)
 {
-	uint64_t t = c->bound_raw > c->last_raw ? merge_meta_perf_time(g, c->cpu, c->bound_raw) : 0;
+	uint64_t t = c->bound_raw > c->last_raw ? merge_meta_bound_time(g, c->cpu, c->bound_raw, true) : 0;
 
 	return MAX(t, c->last_ts);
 }

@@ -608,7 +608,7 @@ void merge_guest_free(struct merge_guest *g)
 
 uint64_t merge_guest_bound(struct merge_guest *g, struct guest_cpu *c)
 {
-	uint64_t t = c->bound_raw > c->last_raw_ts ? merge_meta_time(g, c->cpu, c->bound_raw) : 0;
+	uint64_t t = c->bound_raw > c->last_raw_ts ? merge_meta_bound_time(g, c->cpu, c->bound_raw, false) : 0;
 
 	return MAX(t, c->last_ts);
 }

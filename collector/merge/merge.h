@@ -223,6 +223,9 @@ void merge_meta_perf_clock(struct merge_guest *g, int dfd);
 uint64_t merge_meta_perf_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw);
 /* Guest raw time → host time, clamped into the session window (counted in loss). */
 uint64_t merge_meta_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw);
+/* The same for a following merge's bound (a flush marker's time: not a record, not counted);
+ * perf: with guest perf's map. */
+uint64_t merge_meta_bound_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw, bool perf);
 
 /* vCPU → host CPU, from the host recording: QEMU's "CPU n/KVM" threads (COMM records of
  * qemu_pid) and host sched:sched_switch samples of them. Bounded: per-vCPU state only. */

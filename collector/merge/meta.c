@@ -383,27 +383,34 @@ void merge_meta_perf_clock(struct merge_guest *g, int dfd)
 	g->perf_fit_until = newest;
 }
 
+/* Guest raw time → host time: guest perf's own map when it has one, else the clock's. */
+static uint64_t meta_convert(const struct merge_guest *g, uint32_t vcpu, uint64_t raw, bool perf)
+{
+	if (perf && g->perf_clock_on)
+		return clock_apply(&g->perf_clock, raw);
+	return g->kvm ? clock_kvm_apply(g->kvm, vcpu, raw) : clock_apply(&g->clock, raw);
+}
+
+/* Into the session window; a record's time out of it is counted (count), a bound's is not. */
+static uint64_t meta_window(struct merge_guest *g, uint64_t t, bool count)
+{
+	if (t >= g->window_lo && t <= g->window_hi)
+		return t;
+	g->loss.outside_window += count;
+	return t < g->window_lo ? g->window_lo : g->window_hi;
+}
+
 uint64_t merge_meta_perf_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw)
 {
-	uint64_t t;
-
-	if (!g->perf_clock_on)
-		return merge_meta_time(g, vcpu, raw);
-	t = clock_apply(&g->perf_clock, raw);
-	if (t < g->window_lo || t > g->window_hi) {
-		g->loss.outside_window++;
-		t = t < g->window_lo ? g->window_lo : g->window_hi;
-	}
-	return t;
+	return meta_window(g, meta_convert(g, vcpu, raw, true), true);
 }
 
 uint64_t merge_meta_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw)
 {
-	uint64_t t = g->kvm ? clock_kvm_apply(g->kvm, vcpu, raw) : clock_apply(&g->clock, raw);
+	return meta_window(g, meta_convert(g, vcpu, raw, false), true);
+}
 
-	if (t < g->window_lo || t > g->window_hi) {
-		g->loss.outside_window++;
-		t = t < g->window_lo ? g->window_lo : g->window_hi;
-	}
-	return t;
+uint64_t merge_meta_bound_time(struct merge_guest *g, uint32_t vcpu, uint64_t raw, bool perf)
+{
+	return meta_window(g, meta_convert(g, vcpu, raw, perf), false);
 }
