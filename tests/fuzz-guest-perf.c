@@ -10,7 +10,9 @@
  * read as still being written, blocked at its end (perf flush markers are its horizon) until
  * the daemon's "end". With bit 2 the daemon's flight recorder cut the stream halfway
  * (collector/spool-side.c, from the input's records): perf-cpu0.side holds the task records of
- * the first half, and the merge reads it, then the spool from the cut. */
+ * the first half, and the merge reads it, then the spool from the cut. With bit 3 the guest has
+ * two CPUs and perf-cpu1.spool is the same stream for CPU 1: every record is tied with its twin,
+ * so the order among equal times (the look ahead for a FORK, merge_gperf_rank) is fuzzed too. */
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
@@ -27,14 +29,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char session_ini[] = "vm=fuzz\nsession_id=1\nncpus=1\npage_size=4096\nqemu_pid=4242\n"
-				  "guest_clock=mono\nclock_method=none\nstate=stopped\n"
-				  "guest_perf=cpu-clock,page-faults\nguest_perf_freq=1000\n";
+#define SESSION_INI(ncpus)                                                                         \
+	"vm=fuzz\nsession_id=1\nncpus=" ncpus "\npage_size=4096\nqemu_pid=4242\n"                 \
+	"guest_clock=mono\nclock_method=none\nstate=stopped\n"                                      \
+	"guest_perf=cpu-clock,page-faults\nguest_perf_freq=1000\n"
+static const char session_ini1[] = SESSION_INI("1"), session_ini2[] = SESSION_INI("2");
 
 static void setup_dir(void)
 {
 	fuzz_session_setup("guest/events/ftrace/print");
-	fuzz_put("session.ini", session_ini, sizeof(session_ini) - 1);
 	if (!freopen("/dev/null", "w", stdout)) /* the merge's summary */
 		abort();
 }
@@ -86,6 +89,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	memcpy(buf + n, data + 1, size - 1);
 	fuzz_put("perf-cpu0.spool", buf, n + size - 1);
+	snprintf(out, sizeof(out), "%s/perf-cpu1.spool", fuzz_dir);
+	unlink(out);
+	if (data[0] & 8) {
+		fuzz_put("session.ini", session_ini2, sizeof(session_ini2) - 1);
+		if (n)
+			vt_marker_encode_perf(buf, 4096, VT_MARKER_PERF_BEGIN, 1, 1, &pm);
+		fuzz_put("perf-cpu1.spool", buf, n + size - 1);
+		if (n)
+			vt_marker_encode_perf(buf, 4096, VT_MARKER_PERF_BEGIN, 1, 0, &pm);
+	} else {
+		fuzz_put("session.ini", session_ini1, sizeof(session_ini1) - 1);
+	}
 	snprintf(out, sizeof(out), "%s/perf-cpu0.side", fuzz_dir);
 	unlink(out);
 	if (data[0] & 4)

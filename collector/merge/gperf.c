@@ -332,7 +332,9 @@ static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gpe
 		return 0;
 	}
 	c->head_ev = (uint32_t)ev;
+	c->head_rank = -1;
 	memcpy(&raw, c->rec + c->lay.time, 8);
+	c->head_raw = raw;
 	c->last_raw = MAX(c->last_raw, raw);
 	c->head_ts = merge_meta_perf_time(g, c->cpu, raw);
 	if (c->head_ts < c->last_ts) { /* an interrupt's record reserved after a later one */
@@ -358,6 +360,45 @@ bool merge_gperf_peek(struct merge_gperf *gp, struct merge_guest *g, struct gper
 		c->head_valid = r > 0;
 	}
 	return c->head_valid;
+}
+
+/* Records of the head's stamp looked at for a FORK: a hostile stream of one stamp costs at
+ * most this many record checks per tie. */
+#define GP_RANK_AHEAD 32
+
+/* A coarse guest clock (clocksource=jiffies: mono moves once per 4 ms tick) gives the fork on one
+ * vCPU and the child's first COMM or MMAP2 on another the same stamp. perf gives a forked thread
+ * its parent's name and maps, so among CPUs tied on a stamp the one with a FORK in its records of
+ * that stamp goes first; its own order stays. What is not read yet (following) is not looked at. */
+unsigned merge_gperf_rank(struct merge_guest *g, struct gperf_cpu *c)
+{
+	struct perf_event_header h;
+	size_t rel = 0;
+
+	if (c->head_rank >= 0)
+		return (unsigned)c->head_rank;
+	memcpy(&h, c->rec, sizeof(h));
+	c->head_rank = h.type == PERF_RECORD_FORK ? 0 : h.type == PERF_RECORD_EXIT ? 2 : 1;
+	for (int n = 0; c->head_rank == 1 && n < GP_RANK_AHEAD && gp_need(g, c, rel + 8); n++) {
+		const uint8_t *r = c->buf + c->off + rel;
+		struct gperf_layout lay;
+		uint64_t raw;
+
+		memcpy(&h, r, sizeof(h));
+		if (!memcmp(r, "VIRTMARK", 8) || h.size < 8 || h.size % 8 || !gp_need(g, c, rel + h.size))
+			break;
+		r = c->buf + c->off + rel; /* gp_need may have moved the buffer */
+		if (!gp_layout(r, h.size, &lay))
+			break;
+		memcpy(&raw, r + lay.time, 8);
+		if (raw != c->head_raw)
+			break;
+		if (h.type == PERF_RECORD_FORK)
+			c->head_rank = 0;
+		rel += h.size;
+	}
+	c->blocked = false; /* the head is there: a short look ahead does not block the stream */
+	return (unsigned)c->head_rank;
 }
 
 uint64_t merge_gperf_bound(struct merge_guest *g, const struct gperf_cpu *c)

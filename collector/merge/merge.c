@@ -165,6 +165,12 @@ static void src_gperf_raise(struct merge_ctx *m, void *st, uint64_t ts)
 	c->last_ts = MAX(c->last_ts, ts);
 }
 
+/* Records of one time from different CPUs: a FORK's CPU first (merge_gperf_rank). */
+static unsigned src_gperf_rank(struct merge_ctx *m, void *st)
+{
+	return merge_gperf_rank(&m->guest, st);
+}
+
 static void *src_gperf_state(struct merge_ctx *m, size_t i)
 {
 	return m->gp.present && i < m->gp.ncpus_total ? &m->gp.cpus[i] : NULL;
@@ -177,11 +183,12 @@ static const struct merge_source_kind {
 	/* following: after a peek found nothing, whether more may come, and no earlier than when */
 	bool (*blocked)(struct merge_ctx *m, void *state, uint64_t *ret_bound);
 	void (*raise)(struct merge_ctx *m, void *state, uint64_t ts); /* following: head at ts, later */
+	unsigned (*rank)(struct merge_ctx *m, void *state); /* order among equal times; NULL: 1 */
 } source_kinds[] = {
 	{ .state = src_ftrace_state, .peek = src_ftrace_peek, .emit = src_ftrace_emit,
 	  .blocked = src_ftrace_blocked, .raise = src_ftrace_raise },
 	{ .state = src_gperf_state, .peek = src_gperf_peek, .emit = src_gperf_emit,
-	  .blocked = src_gperf_blocked, .raise = src_gperf_raise },
+	  .blocked = src_gperf_blocked, .raise = src_gperf_raise, .rank = src_gperf_rank },
 };
 
 /* Every guest stream of every kind (the host recording is merged beside them in merge_loop). */
@@ -202,15 +209,41 @@ static int merge_sources(struct merge_ctx *m)
 	return 0;
 }
 
-/* The guest stream whose next record is earliest (the first on ties), or NULL. */
+static unsigned source_rank(struct merge_ctx *m, const struct merge_source *s)
+{
+	return s->kind->rank ? s->kind->rank(m, s->state) : 1;
+}
+
+/* Whether s, whose next record is at t, goes before *best (at *bt): the earlier time, then on a
+ * tie the lower rank (asked only then: *brank < 0 until asked), then the first stream. */
+static bool source_before(struct merge_ctx *m, struct merge_source *s, uint64_t t,
+			  struct merge_source **best, uint64_t *bt, int *brank)
+{
+	int rank = -1;
+
+	if (*best && t > *bt)
+		return false;
+	if (*best && t == *bt) {
+		rank = (int)source_rank(m, s);
+		if (*brank < 0)
+			*brank = (int)source_rank(m, *best);
+		if (rank >= *brank)
+			return false;
+	}
+	*best = s, *bt = t, *brank = rank;
+	return true;
+}
+
+/* The guest stream whose next record goes first (source_before), or NULL. */
 static struct merge_source *source_min(struct merge_ctx *m, uint64_t *ret_ts)
 {
 	struct merge_source *best = NULL;
 	uint64_t bt = UINT64_MAX, t;
+	int brank = -1;
 
 	for (size_t i = 0; i < m->n_src; i++)
-		if (m->src[i].kind->peek(m, m->src[i].state, &t) && (!best || t < bt))
-			bt = t, best = &m->src[i];
+		if (m->src[i].kind->peek(m, m->src[i].state, &t))
+			source_before(m, &m->src[i], t, &best, &bt, &brank);
 	*ret_ts = bt;
 	return best;
 }
@@ -376,6 +409,7 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 		struct merge_source *best = NULL;
 		bool blocked = false;
 		uint64_t bt = UINT64_MAX, bound = UINT64_MAX, now, t;
+		int brank = -1;
 		int r = host_next(m, &q);
 
 		if (r < 0)
@@ -399,8 +433,7 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 			const struct merge_source *s = &m->src[i];
 
 			if (s->kind->peek(m, s->state, &t)) {
-				if (!best || t < bt)
-					bt = t, best = &m->src[i];
+				source_before(m, &m->src[i], t, &best, &bt, &brank);
 			} else if (s->kind->blocked(m, s->state, &t)) {
 				blocked = true;
 				bound = MIN(bound, t);
@@ -410,7 +443,9 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 			merge_host_take(&m->host);
 			r = emit_host(m, q, false);
 			free(q);
-		} else if (best && (!blocked || bt <= bound)) {
+		} else if (best && (!blocked || bt < bound || (bt == bound && source_rank(m, best) == 0))) {
+			/* At the bound itself a blocked stream may still bring a record of that time
+			 * that goes first (a FORK): only a FORK goes now, as the whole-file merge would. */
 			if (bt < m->last_ts) { /* a refit moved this CPU's times back: keep the order */
 				f->clamped++;
 				best->kind->raise(m, best->state, m->last_ts);

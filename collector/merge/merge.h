@@ -337,6 +337,8 @@ struct gperf_cpu {
 	bool head_valid;
 	uint32_t head_ev;
 	uint64_t head_ts, last_ts;
+	uint64_t head_raw;            /* the head record's time as the guest stamped it */
+	int head_rank;                /* merge_gperf_rank's answer for this head; -1 not asked yet */
 	struct gperf_layout lay;
 	uint64_t stale, skipped, bytes, samples;
 	uint64_t last_raw;      /* the newest record's time as the guest stamped it */
@@ -373,6 +375,9 @@ bool merge_gperf_peek(struct merge_gperf *gp, struct merge_guest *g, struct gper
 /* Following, for a blocked stream: no later record of it can be earlier than this host time
  * (its newest perf flush marker, or its last record). */
 uint64_t merge_gperf_bound(struct merge_guest *g, const struct gperf_cpu *c);
+/* Order among records of one time from different CPUs: 0 a FORK is among this CPU's records of
+ * the head's time (from the head on), 1 otherwise, 2 the head is an EXIT. */
+unsigned merge_gperf_rank(struct merge_guest *g, struct gperf_cpu *c);
 void merge_gperf_name(const struct merge_gperf *gp, size_t e, char *buf, size_t len);
 void merge_gperf_summary(const struct merge_gperf *gp, const struct merge_guest *g);
 void merge_gperf_free(struct merge_gperf *gp);

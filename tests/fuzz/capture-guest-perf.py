@@ -3,9 +3,10 @@
 """Turns a real perf-cpuN.spool (a session of trace-collector start --guest-perf) into a seed of
 tests/fuzz-guest-perf.c: the records after this session's perf begin marker, cut at a record
 boundary near MAX bytes, with each record's sample id rewritten to the target's ids (event 0 ->
-1, event 1 -> 2), behind a first byte 0 (the target puts its own begin marker first).
+1, event 1 -> 2), behind a first byte FIRST (default 0: the target puts its own begin marker
+first; 8: two CPUs with the same stream).
 
-  capture-guest-perf.py SPOOL OUT [MAX]"""
+  capture-guest-perf.py SPOOL OUT [MAX [FIRST]]"""
 import struct
 import sys
 
@@ -16,6 +17,7 @@ SAMPLE, LOST, THROTTLE, UNTHROTTLE = 9, 2, 5, 6
 def main():
     spool, out = sys.argv[1], sys.argv[2]
     limit = int(sys.argv[3]) if len(sys.argv) > 3 else 16384
+    first = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     data = open(spool, "rb").read()
     at = data.find(MAGIC)
     if at < 0:
@@ -40,7 +42,7 @@ def main():
             struct.pack_into("<Q", rec, off, new.get(old, old))
         recs += rec
         end += size
-    open(out, "wb").write(b"\0" + bytes(recs))
+    open(out, "wb").write(bytes([first]) + bytes(recs))
     print(f"{out}: {len(recs)} bytes of records from {spool} (ids {ids} -> {list(new.values())})")
 
 

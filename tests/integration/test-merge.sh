@@ -143,6 +143,18 @@ check "O: guest events = kernel read events (no page dropped)" test "$(nguest "$
 check "O: no damaged page" bash -c '! grep -q "damaged pages" <<<"$1"' _ "$out"
 check_out "O: perf report --stats counts LOST_SAMPLES" 'LOST_SAMPLES events: +[1-9]' "$PERF" report -i "$W/o.data" --stats
 
+# --- F: guest perf on a coarse (jiffies) guest clock: a FORK and the child's COMM on another vCPU
+# share a stamp (tests/fixtures/coarse-clock-fork/README.md)
+F=$W/f
+cp -r "$VT_SOURCE_ROOT/tests/fixtures/coarse-clock-fork" "$F"
+out=$("$TRACE_COLLECTOR" merge "$F" -o "$W/f.data" 2>&1)
+check_out "F: merge of the coarse-clock session" 'perf: +guest perf 1 event\(s\), 2/2 vCPU streams' echo "$out"
+# "VCPU:000 vt-spin 150 cpu-clock:G:": samples of the vt-spin tids by the name perf gives them
+spin_names() { "$PERF" script -i "$1" -F vcpu,comm,tid,event 2>/dev/null | awk '$4 == "cpu-clock:G:" && ($3 == 150 || $3 == 151) { print $3, $2 }' | sort | uniq -c; }
+echo "F: $(spin_names "$W/f.data" | tr '\n' ';')"
+check "F: every sample of tids 150 and 151 is named vt-spin (or vt-spun after): their FORK goes before the COMM of the same tick" \
+	test "$(spin_names "$W/f.data" | awk '$3 ~ /^vt-sp[iu]n$/ { v += $1; next } { o += $1 } END { print (v > 600 && !o) ? "ok" : "bad" }')" = ok
+
 # --- E: damaged guest: a page lost in transport, a scribbled page, a broken format file
 E=$W/e
 check "E: capture" capture "$E" 13 3 1 -e sched:sched_switch
