@@ -54,11 +54,15 @@ int events_parse(const char *list, struct event_spec **ret, size_t *ret_n, char 
 int events_format(const struct event_spec *ev, size_t n, char **ret);
 
 /* ---- tracefs.c: tracefs mount, our instance, events, clock, buffer, stats ---- */
+#define TRACEFS_LISTED_MAX 1024
 struct tracefs {
 	char *root;      /* tracefs mount */
 	char *inst_path; /* root/instances/NAME */
 	int inst_fd;     /* directory fd of the instance */
 	struct agent_config applied; /* what the instance has (NULL/0: unknown, write it) */
+	int listed[TRACEFS_LISTED_MAX]; /* tids in set_event_notrace_pid, ours of now and of before */
+	size_t n_listed;
+	bool listed_unknown; /* a write failed: the next one rewrites the list */
 };
 int tracefs_open(struct tracefs *t, const char *root_opt, const char *instance);
 /* Turns tracing off, disables events, removes the instance. */
@@ -68,7 +72,7 @@ int tracefs_read(const struct tracefs *t, const char *rel, size_t max, char **re
 int tracefs_set_on(const struct tracefs *t, bool on);
 /* Empties the instance's rings (and their stats). */
 int tracefs_reset(const struct tracefs *t);
-int tracefs_exclude_self(const struct tracefs *t, bool exclude);
+int tracefs_exclude_self(struct tracefs *t, bool exclude);
 /* 0 if the config can be applied; else -errno and *ret_msg says what is wrong. */
 int tracefs_config_check(const struct tracefs *t, const struct agent_config *c, char **ret_msg);
 /* Applies a complete config (events and clock set), writing only what changed since the last

@@ -146,36 +146,80 @@ int tracefs_reset(const struct tracefs *t)
  * 5.8+), as trace-cmd leaves out its own: moving a page through virtio_console allocates, frees
  * and wakes in the mover's context, and those events would fill the ring being measured.
  * Markers (trace_marker) are not events and still go in. exclude = false clears the list
- * (START with --agent-events); STOP leaves it, the next START rewrites it. */
-int tracefs_exclude_self(const struct tracefs *t, bool exclude)
+ * (START with --agent-events); STOP leaves it.
+ *
+ * A START adds its threads to the list rather than rewriting it: opening the file with O_TRUNC
+ * unregisters the kernel's pid-filter probes and the write registers them again, each a
+ * static-key patch of the guest's code on four scheduler tracepoints (QEMU 7.2's multi-threaded
+ * TCG hangs on such patches now and then, a KVM guest pays IPI rounds). The kernel keeps an
+ * exited thread's tid in the list (it drops exited tasks only with the event-fork option), so
+ * the list is rewritten when a tid of an earlier session's thread now names another task (its
+ * events would be left out) or when TRACEFS_LISTED_MAX tids have piled up. */
+static bool tid_in(const int *v, size_t n, int tid)
 {
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == tid)
+			return true;
+	return false;
+}
+
+int tracefs_exclude_self(struct tracefs *t, bool exclude)
+{
+	int now[TRACEFS_LISTED_MAX];
+	size_t n_now = 0, n_new = 0, len = 0;
 	char list[4096] = "";
-	size_t len = 0;
+	bool rewrite = !exclude || t->listed_unknown;
 	DIR *d;
 
 	if (exclude) {
 		d = opendir("/proc/self/task");
 		if (!d)
 			return -errno;
-		for (struct dirent *de; (de = readdir(d));) {
-			int n;
+		for (struct dirent *de; (de = readdir(d)) && n_now < ARRAY_SIZE(now);) {
+			int tid = atoi(de->d_name);
 
-			if (de->d_name[0] < '1' || de->d_name[0] > '9')
-				continue;
-			n = snprintf(list + len, sizeof(list) - len, "%s ", de->d_name);
-			if (n < 0 || (size_t)n >= sizeof(list) - len)
-				break; /* 4 KiB of tids: the rest of a 500-CPU agent is traced */
-			len += (size_t)n;
+			if (tid > 0)
+				now[n_now++] = tid;
 		}
 		closedir(d);
+		for (size_t i = 0; i < t->n_listed && !rewrite; i++) {
+			char path[32];
+
+			snprintf(path, sizeof(path), "/proc/%d", t->listed[i]);
+			rewrite = !tid_in(now, n_now, t->listed[i]) && access(path, F_OK) == 0;
+			if (rewrite)
+				log_info("set_event_notrace_pid rewritten: tid %d of an earlier session's thread now names another task",
+					 t->listed[i]);
+		}
+		for (size_t i = 0; i < n_now; i++)
+			n_new += !tid_in(t->listed, t->n_listed, now[i]);
+		rewrite = rewrite || t->n_listed + n_new > ARRAY_SIZE(t->listed);
 	}
+	if (rewrite)
+		t->n_listed = 0;
+	for (size_t i = 0; i < n_now; i++) {
+		int n;
+
+		if (tid_in(t->listed, t->n_listed, now[i]))
+			continue;
+		n = snprintf(list + len, sizeof(list) - len, "%d ", now[i]);
+		if (n < 0 || (size_t)n >= sizeof(list) - len)
+			break; /* 4 KiB of tids: the rest of a 500-CPU agent is traced */
+		len += (size_t)n;
+		t->listed[t->n_listed++] = now[i];
+	}
+	if (!rewrite && !len)
+		return 0; /* every thread is listed already */
 	{
 		_cleanup_close_ int fd = openat(t->inst_fd, "set_event_notrace_pid",
-						O_WRONLY | O_TRUNC | O_CLOEXEC);
+						O_WRONLY | (rewrite ? O_TRUNC : 0) | O_CLOEXEC);
+		int r;
 
 		if (fd < 0)
 			return -errno;
-		return len ? util_write_full(fd, list, len) : 0;
+		r = len ? util_write_full(fd, list, len) : 0;
+		t->listed_unknown = r < 0;
+		return r;
 	}
 }
 

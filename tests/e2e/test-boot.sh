@@ -9,7 +9,8 @@ tmp=$(mktemp -d /tmp/vt-e2e-boot.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 log=$tmp/console.log
 
-"$VT_E2E_BOOT" --dir "$tmp/vm" --log "$log" --transport "$transport" --timeout 60
+# vt.agent_exit=1: init stops the agent before poweroff (no session ran: nothing to unpatch)
+"$VT_E2E_BOOT" --dir "$tmp/vm" --log "$log" --transport "$transport" --timeout 60 --append vt.agent_exit=1
 st=$?
 check "boot ($transport) reached 'vt-e2e: done' (status $st)" test "$st" -eq 0
 check_out "guest init ran with 2 cpus" '^vt-e2e: init reached, .* 2 cpus' cat "$log"
@@ -18,6 +19,7 @@ for p in agent-ctl-path trace-path-cpu0 trace-path-cpu1 perf-path-cpu0 perf-path
 done
 check_out "exactly these five ports" '^vt-e2e: ports: agent-ctl-path perf-path-cpu0 perf-path-cpu1 trace-path-cpu0 trace-path-cpu1 $' tr -d '\r' <"$log"
 check_out "the static agent started" '^vt-e2e: agent started pid [0-9]+' cat "$log"
+check_out "the agent exits 0 on SIGTERM and removes its instance" '^vt-e2e: agent exit 0' cat "$log"
 check "no insmod failure" bash -c "! grep -q 'insmod .* failed' '$log'"
 [ "$vt_fail" -eq 0 ] || { echo "--- console log"; cat "$log"; }
 finish

@@ -191,6 +191,15 @@ flush_kmem() {
 	check "stop exits 0" test $? -eq 0
 	check "--agent-events: the agent's own kmem events are traced: $(agent_kmem "$T/kmem-self.data") (> 0)" \
 		test "$(agent_kmem "$T/kmem-self.data")" -gt 0
+	# Sessions add their threads to the list (the kmem session above was the third): after
+	# --agent-events cleared it, the next one starts a new list.
+	sess=$(e2e_start -e 'kmem:kmalloc,kmem:kfree,sched:sched_switch' --no-host)
+	check_out "start again without --agent-events" "^$VM/sessions/" echo "$sess"
+	sleep 2
+	sum=$(e2e_stop -o "$T/kmem-again.data" 2>&1)
+	check "stop exits 0" test $? -eq 0
+	check "the agent's threads left out again: $(agent_kmem "$T/kmem-again.data") kmem events (0)" \
+		test "$(agent_kmem "$T/kmem-again.data")" -eq 0
 }
 
 # Guest perf on the same guest: its events go on x86-tsc, its samples carry the coarse mono

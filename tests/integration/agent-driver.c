@@ -890,6 +890,117 @@ TEST(sessions_reuse_config_and_kallsyms)
 	CHECK_INT(drv_down(&d), ==, 0);
 }
 
+/* The tids in the instance's set_event_notrace_pid, ascending (the kernel lists them so). */
+static size_t notrace_tids(const struct drv *d, int *v, size_t max)
+{
+	_cleanup_free_ char *s = NULL;
+	char p[256], *save = NULL;
+	size_t n = 0;
+
+	snprintf(p, sizeof(p), TRACEFS "/instances/%s/set_event_notrace_pid", d->instance);
+	if (util_read_file(p, 1 << 16, &s, NULL) < 0)
+		return 0;
+	for (char *tok = strtok_r(s, " \n", &save); tok && n < max; tok = strtok_r(NULL, " \n", &save))
+		v[n++] = atoi(tok);
+	return n;
+}
+
+static bool tid_listed(const int *v, size_t n, int tid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == tid)
+			return true;
+	return false;
+}
+
+static bool tid_alive(pid_t pid, int tid)
+{
+	char p[64];
+
+	snprintf(p, sizeof(p), "/proc/%d/task/%d", (int)pid, tid);
+	return access(p, F_OK) == 0;
+}
+
+/* A child that sleeps with pid tid (ns_last_pid), or -1. */
+static pid_t spawn_with_pid(int tid)
+{
+	for (int i = 0; i < 50; i++) {
+		char v[16];
+		pid_t c;
+		int n = snprintf(v, sizeof(v), "%d", tid - 1);
+		_cleanup_close_ int fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0 || util_write_full(fd, v, (size_t)n) < 0)
+			return -1;
+		c = fork();
+		if (c == 0) {
+			pause();
+			_exit(0);
+		}
+		if (c == tid)
+			return c;
+		if (c > 0) {
+			kill(c, SIGKILL);
+			waitpid(c, NULL, 0);
+		}
+	}
+	return -1;
+}
+
+/* The agent leaves its own threads out of the events (set_event_notrace_pid). A START adds its
+ * threads to the list instead of rewriting it (a rewrite unregisters and registers the kernel's
+ * pid-filter probes: code patches in the guest), unless a tid of an earlier session's thread
+ * now names another task, whose events the list would leave out. */
+TEST(notrace_list_added_to)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct vt_cpu_stats st[MAXCPU];
+	int l1[256], l2[256], l3[256], stale = -1;
+	size_t n1, n2, n3;
+	struct rmsg r;
+	uint32_t seq;
+	pid_t child;
+
+	CHECK(drv_up(&d, "notrace", -1) == 0);
+	seq = drv_config(&d, "sched:sched_switch", "mono", 256);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_start(&d, 1) == 0);
+	n1 = notrace_tids(&d, l1, ARRAY_SIZE(l1));
+	CHECK(n1 > d.ncpus); /* the main thread and a pump per CPU at least */
+	for (size_t i = 0; i < n1; i++)
+		CHECK(tid_alive(d.pid, l1[i]));
+	CHECK(drv_stop(&d, 1, st) == 0);
+	CHECK(drv_start(&d, 2) == 0);
+	n2 = notrace_tids(&d, l2, ARRAY_SIZE(l2));
+	for (size_t i = 0; i < n1; i++) /* added to: session 1's tids are still there */
+		CHECK(tid_listed(l2, n2, l1[i]));
+	for (size_t i = 0; i < n2; i++)
+		if (!tid_alive(d.pid, l2[i]))
+			stale = l2[i];
+	CHECK(n2 > n1 && stale > 0); /* session 2's pumps are new threads; session 1's are gone */
+	CHECK(drv_stop(&d, 2, st) == 0);
+	CHECK_INT(log_count(&d, "set_event_notrace_pid rewritten"), ==, 0);
+
+	/* An exited pump's tid given to another task: the next START rewrites the list. */
+	child = stale > 0 ? spawn_with_pid(stale) : -1;
+	CHECK(child == stale);
+	CHECK(drv_start(&d, 3) == 0);
+	n3 = notrace_tids(&d, l3, ARRAY_SIZE(l3));
+	CHECK(!tid_listed(l3, n3, stale));
+	for (size_t i = 0; i < n3; i++)
+		CHECK(tid_alive(d.pid, l3[i]));
+	CHECK_INT(log_count(&d, "set_event_notrace_pid rewritten"), ==, 1);
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+	}
+	CHECK(write_markers(&d, 0, 100) == 0);
+	CHECK(drv_stop(&d, 3, st) == 0);
+	CHECK(check_session(&d, 3, 100, st, 0, NULL) == 0);
+	CHECK_INT(drv_down(&d), ==, 0);
+}
+
 /* The address of symbol name in a kallsyms text, 0 if absent. */
 static uint64_t kallsyms_addr(const char *text, const char *name)
 {
