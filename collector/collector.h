@@ -165,6 +165,7 @@ struct spool_stats {
 	bool begun, ended;
 	struct vt_cpu_stats end; /* from the end marker */
 	uint64_t flush_markers;  /* flush markers of this session (FLUSH answered; not pages) */
+	uint64_t fr_flush_pages; /* --flight-recorder, ftrace: flush marker pages among fr_dropped */
 	uint64_t flush_seq;      /* the last one's FLUSH_SEQ */
 	/* perf-path-cpuN (data_bytes: record bytes; bad_pages: impossible record sizes skipped) */
 	uint64_t records, samples, lost_records, lost;

@@ -41,10 +41,12 @@ static int snapshot_files(struct daemon *d, const char *dir)
 			continue;
 		snprintf(name, sizeof(name), "%scpu%u.spool", k < COLLECTOR_MAX_CPUS ? "" : "perf-", k % COLLECTOR_MAX_CPUS);
 		r = snapshot_link(d->s.dir, dir, name);
-		if (r == 0 && k >= COLLECTOR_MAX_CPUS) {
-			/* --flight-recorder: a perf stream's records kept aside (the daemon replaces
-			 * the file by rename: the link holds the one of now) */
-			snprintf(name, sizeof(name), "perf-cpu%u.side", k % COLLECTOR_MAX_CPUS);
+		if (r == 0) {
+			/* --flight-recorder: a perf stream's records kept aside, the count of flush
+			 * marker pages freed from a ring stream (the daemon replaces these files by
+			 * rename: the link holds the one of now) */
+			snprintf(name, sizeof(name), k < COLLECTOR_MAX_CPUS ? "cpu%u.fr" : "perf-cpu%u.side",
+				 k % COLLECTOR_MAX_CPUS);
 			r = snapshot_link(d->s.dir, dir, name);
 		}
 	}

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/falloc.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -51,6 +52,9 @@ struct spool {
 	uint64_t fr_bytes;  /* --flight-recorder: the newest bytes kept; 0 = everything */
 	uint64_t fr_hole_end; /* the hole at the front of the data ends here */
 	struct spool_side *side; /* perf with --flight-recorder: task records of what was freed */
+	uint64_t *fm;       /* ftrace with --flight-recorder: offsets of flush marker pages not freed */
+	size_t fm_n, fm_cap;
+	bool fm_full;       /* one more than FM_MAX: the count of freed marker pages stops (logged) */
 	char *dir;          /* the session dir (perf-cpuN.side) */
 	uint64_t session_id;
 	uint32_t page_size;
@@ -119,6 +123,7 @@ void spool_free(struct spool *s)
 	free(s->buf);
 	free(s->page);
 	free(s->dir);
+	free(s->fm);
 	spool_side_free(s->side);
 	free(s);
 }
@@ -173,6 +178,51 @@ void spool_flight_recorder(struct spool *s, uint64_t bytes)
 	}
 }
 
+/* A flush marker page at off in the window of an ftrace spool with --flight-recorder. */
+#define FM_MAX (1u << 20) /* 8 MiB: a flush a second for 12 days of a quiet CPU's window */
+static void spool_fm_add(struct spool *s, uint64_t off)
+{
+	if (s->fm_n == s->fm_cap && !s->fm_full) {
+		size_t cap = s->fm_cap ? s->fm_cap * 2 : 64;
+		uint64_t *v = cap <= FM_MAX ? realloc(s->fm, cap * sizeof(*v)) : NULL;
+
+		if (!v) {
+			s->fm_full = true;
+			log_warn("cpu%u: the flight recorder stops counting the flush marker pages it frees (%zu in the "
+				 "window): the merge may take some for data pages dropped and not see as many lost in transport",
+				 s->cpu, s->fm_n);
+		} else {
+			s->fm = v, s->fm_cap = cap;
+		}
+	}
+	if (s->fm_n < s->fm_cap)
+		s->fm[s->fm_n++] = off;
+}
+
+/* The flush marker pages in the hole, which now ends at to: counted in cpuN.fr (tmp + rename),
+ * so that the merge counts as dropped only the ring pages it lost there, and a page lost in
+ * transport is not taken for one. */
+static int spool_fm_freed(struct spool *s, uint64_t to)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40], text[64];
+	size_t k = 0;
+	int n;
+
+	while (k < s->fm_n && s->fm[k] < to)
+		k++;
+	if (!k)
+		return 0;
+	memmove(s->fm, s->fm + k, (s->fm_n - k) * sizeof(*s->fm));
+	s->fm_n -= k;
+	s->st.fr_flush_pages += k;
+	snprintf(path, sizeof(path), "%s/cpu%u.fr", s->dir, s->cpu);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	n = snprintf(text, sizeof(text), "flush_pages=%" PRIu64 "\n", s->st.fr_flush_pages);
+	if (util_write_file(tmp, text, (size_t)n, 0600) < 0 || rename(tmp, path) < 0)
+		return -errno;
+	return 0;
+}
+
 /* The flight recorder: the oldest whole file blocks of data beyond the newest fr_bytes become a
  * hole (FALLOC_FL_PUNCH_HOLE): the disk holds at most fr_bytes + one block; offsets stay, so
  * the merge finds the first data with SEEK_DATA and starts at the next whole page. The begin
@@ -212,6 +262,9 @@ static int spool_drop_oldest(struct spool *s)
 	}
 	s->fr_hole_end = to;
 	s->st.fr_dropped += to - from;
+	if (!s->perf && (r = spool_fm_freed(s, to)) < 0)
+		log_warn("cpu%u: cannot write %s/cpu%u.fr (%s): the merge may take freed flush marker pages for "
+			 "dropped ring pages", s->cpu, s->dir, s->cpu, strerror(-r));
 	return 0;
 }
 
@@ -286,6 +339,8 @@ static void spool_marker_page(struct spool *s)
 		if (m.kind == VT_MARKER_FLUSH && vt_marker_decode_flush(s->page, s->page_size, &m, &f) == 0) {
 			s->st.flush_markers++;
 			s->st.flush_seq = f.seq;
+			if (s->fr_bytes)
+				spool_fm_add(s, s->scan_off);
 			return;
 		}
 	}

@@ -274,6 +274,20 @@ static int find_begin(struct merge_guest *g, struct guest_cpu *c, uint64_t size)
 	return -ENOENT;
 }
 
+
+/* The flush marker pages the daemon's flight recorder freed from cpuN.spool (cpuN.fr), or 0. */
+static uint64_t fr_flush_pages(int dfd, unsigned cpu)
+{
+	_cleanup_free_ char *text = NULL;
+	char name[32], val[32];
+	uint64_t n;
+
+	snprintf(name, sizeof(name), "cpu%u.fr", cpu);
+	if (util_read_file_at(dfd, name, 256, &text, NULL) < 0 || ini_get(text, "flush_pages", val, sizeof(val)) < 0 ||
+	    util_parse_u64(val, UINT64_MAX, &n) < 0)
+		return 0;
+	return n;
+}
 static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 {
 	char name[32];
@@ -300,6 +314,8 @@ static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 
 			c->pos += skip;
 			c->pages_dropped = skip / g->page_size;
+			/* of them, flush marker pages (cpuN.fr): not ring pages the guest sent */
+			c->pages_dropped -= MIN(fr_flush_pages(dfd, c->cpu), c->pages_dropped);
 			g->loss.fr_dropped_pages += c->pages_dropped;
 		}
 	}

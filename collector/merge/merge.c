@@ -734,6 +734,10 @@ static void merge_info(const struct merge_ctx *m, const struct merge_options *o)
 		g->clock.samples, g->clock.error_bound_ns, g->loss.outside_window,
 		m->vcpu.why[0] ? "fallback" : "host_sched_switch", m->vcpu.fallback_samples, m->guest_samples,
 		m->live_bound_ns);
+	/* ring pages per vCPU: read (bad ones apart), dropped by the flight recorder, missing */
+	for (uint32_t i = 0; i < g->ncpus; i++)
+		fprintf(f, "cpu%u.pages_read=%" PRIu64 "\ncpu%u.pages_bad=%" PRIu64 "\ncpu%u.pages_dropped=%" PRIu64 "\n",
+			i, g->cpus[i].pages_read, i, g->cpus[i].pages_bad, i, g->cpus[i].pages_dropped);
 	fclose(f);
 }
 

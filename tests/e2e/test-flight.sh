@@ -21,6 +21,22 @@ merged_ok() {
 	check "$1: host and guest events interleaved (host perf's ring dump)" e2e_interleaved "$3"
 }
 
+# pages_accounted SUMMARY SESSION: each CPU's ring pages as the daemon counted them arriving (the
+# stop summary's "cpuN: X pages") are the merge's read, damaged and dropped by the flight
+# recorder (merge.ini), to the page: a flush marker page in the hole is not a ring page.
+pages_accounted() {
+	local c n r b d st=0
+	for c in 0 1; do
+		n=$(sed -n "s/^cpu$c: \([0-9]*\) pages .*/\1/p" <<<"$1")
+		r=$(sed -n "s/^cpu$c.pages_read=//p" "$2/merge.ini")
+		b=$(sed -n "s/^cpu$c.pages_bad=//p" "$2/merge.ini")
+		d=$(sed -n "s/^cpu$c.pages_dropped=//p" "$2/merge.ini")
+		echo "cpu$c: ${n:-?} pages spooled; merge: ${r:-?} read, ${b:-?} damaged, ${d:-?} dropped by the flight recorder" >&2
+		[ -n "$n" ] && [ -n "$r" ] && [ -n "$b" ] && [ -n "$d" ] && [ "$n" -eq $((r + b + d)) ] || st=1
+	done
+	return $st
+}
+
 # Disk use (allocated blocks) of the session's spools, in bytes.
 spool_du() { du -B1 -c "$1"/cpu*.spool | tail -n 1 | cut -f1; }
 dropped_mib() { sed -n 's/^flight recorder: .* kept, \([0-9.]*\) MiB dropped so far/\1/p' <<<"$1"; }
@@ -43,6 +59,7 @@ sum=$(e2e_stop -o "$T/plain.data" 2>&1)
 check "stop after the snapshot exits 0" test $? -eq 0
 check "stop: all 100 markers" e2e_markers "$T/plain.data" 100
 check "stop: host and guest interleaved" e2e_interleaved "$T/plain.data"
+check "stop: every CPU's ring pages accounted for" pages_accounted "$sum" "$sess"
 
 sess=$(e2e_start -e 'sched:sched_switch' --buffer-kb 2048 --flight-recorder 4M)
 check_out "start --flight-recorder 4M" "^$VM/sessions/" echo "$sess"
@@ -51,6 +68,9 @@ check_out "host perf records into its overwritable ring" '--overwrite --switch-o
 check "guest: 400 numbered markers (the oldest data)" e2e_run 400
 e2e_say bgflood
 check "flood started" e2e_wait '^vt-e2e: bgflood started' 30
+# A first snapshot early in the flood: its flush marker pages fall into the hole later on.
+sleep 1
+check "first snapshot while the guest floods exits 0" tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$T/snap0.data"
 max=0 got=0 st=
 for i in $(seq 1 240); do
 	st=$(e2e_status)
@@ -83,6 +103,9 @@ check "stop exits 0" test $? -eq 0
 echo "$sum"
 check_out "stop summary: per CPU, the oldest MiB dropped" '^cpu[01]: .*flight recorder: the oldest [0-9.]+ MiB dropped' echo "$sum"
 check "merge summary: no page counted missing in transport" bash -c '! grep -q "pages missing in transport" <<<"$1"' _ "$sum"
+check_out "the first snapshot's flush marker pages were freed and counted (cpu0.fr)" '^flush_pages=[1-9]' cat "$sess/cpu0.fr"
+check "stop: every CPU's ring pages accounted for (the flush markers freed are not among the dropped)" \
+	pages_accounted "$sum" "$sess"
 merged_ok stop "$sum" "$out"
 newest=$("$PERF" script -i "$out" -F trace 2>/dev/null | grep -c 'vt-e2e slow ')
 oldest=$("$PERF" script -i "$out" -F trace 2>/dev/null | grep -c 'vt-e2e line ')
