@@ -355,7 +355,6 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 		merge_meta_clock(&m->guest, f->dfd);
 		if (m->guest.perf_clock_needed)
 			merge_meta_perf_clock(&m->guest, f->dfd);
-		f->refits++;
 	}
 	return 0;
 }
@@ -883,6 +882,11 @@ int merge_run(const struct merge_options *o)
 	if (o->follow) {
 		struct follow f = { .fd = o->follow_fd, .dfd = open(o->session_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
 
+		if (m->guest.present && m->guest.clock_aligned) { /* fitted at load already */
+			f.refits = 1;
+			m->live_bound_ns = m->guest.clock.error_bound_ns;
+		}
+
 		r = f.dfd < 0 ? -errno : merge_loop_follow(m, &f);
 		if (f.dfd >= 0)
 			close(f.dfd);
@@ -897,9 +901,14 @@ int merge_run(const struct merge_options *o)
 			log_error("live merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
 			goto out;
 		}
-		printf("  live:   merged while tracing; clock refitted %u times from the probes so far (their error "
-		       "bounds up to %" PRIu64 " ns; at the end clock.ini's), %" PRIu64 " guest times raised to keep "
-		       "the order\n", f.refits, m->live_bound_ns, f.clamped);
+		if (f.refits)
+			printf("  live:   merged while tracing; clock fitted %u times from the probes so far (error bounds up "
+			       "to %" PRIu64 " ns), at the end clock.ini's; %" PRIu64 " guest times raised to keep the "
+			       "order\n", f.refits, m->live_bound_ns, f.clamped);
+		else
+			printf("  live:   merged while tracing; no guest time converted before the end (a fit waits for "
+			       "probes spanning %llu s), then with clock.ini's; %" PRIu64 " guest times raised to keep "
+			       "the order\n", (unsigned long long)(MERGE_LIVE_MIN_SPAN_NS / 1000000000ull), f.clamped);
 	} else if ((r = merge_loop(m)) < 0) {
 		log_error("merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
 		goto out;
