@@ -82,6 +82,12 @@ static inline const char *daemon_stream_port(unsigned k)
 /* Human names of the phases (status, logs). */
 extern const char *const daemon_phase_names[];
 
+/* ---- daemon-clock.c ---- */
+/* From the agent's hello: d->s.clock_method and guest_clock (and perf-clock.samples opened for
+ * guest perf beside another trace clock). A choice the user's options make impossible: -errno
+ * and why says so. */
+int daemon_choose_clock(struct daemon *d, char *why, size_t len);
+
 /* ---- daemon-snapshot.c ---- */
 /* Prepares SESSION/snapshot-N and answers d->snap_client: the dir, and where its host data
  * comes from. */
