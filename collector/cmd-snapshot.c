@@ -4,8 +4,10 @@
  * dump in (--flight-recorder), merges the dir like stop does, and removes it. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,11 +27,12 @@ static int snapshot_run(int argc, char **argv);
 const struct cmd_entry cmd_snapshot = {
 	.name = "snapshot", .summary = "write a perf.data of what a running session holds now",
 	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z]\n"
-		 "Waits two flush intervals (what the guest traced until now reaches the host), then\n"
-		 "merges what the session has spooled (with --flight-recorder: the newest\n"
-		 "window, and the host perf's ring) into OUT (default ./VM.snapshot-N.data; -z: zstd)\n"
-		 "while tracing goes on. Without --flight-recorder the host recording is written at\n"
-		 "stop only, so a snapshot holds the guest's events.\n",
+		 "Asks the agent to flush (what the guest traced until now reaches the host), then\n"
+		 "writes OUT (default ./VM.snapshot-N.data) while tracing goes on. With the live merge\n"
+		 "(the default) it is cut from the live output at the request: guest and host events,\n"
+		 "uncompressed. Otherwise the spools are merged (with --flight-recorder: the newest\n"
+		 "window, and the host perf's ring; -z: zstd); without --flight-recorder the host\n"
+		 "recording is then written at stop only, so such a snapshot holds the guest's events.\n",
 	.run = snapshot_run,
 };
 
@@ -72,6 +75,72 @@ static int snapshot_remove(const char *dir)
 	return r == 0 && rmdir(dir) < 0 ? -errno : r;
 }
 
+/* src (a file, or a perf.data directory of files and one level of directories) to dst on
+ * another file system: copied, then removed. */
+static int copy_tree(const char *src, const char *dst)
+{
+	struct stat st;
+	DIR *d;
+	int r = 0;
+
+	if (stat(src, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode)) {
+		_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
+		_cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		off_t left = st.st_size;
+
+		if (in < 0 || out < 0)
+			return -errno;
+		while (left > 0) {
+			ssize_t k = copy_file_range(in, NULL, out, NULL, (size_t)MIN(left, 1 << 30), 0);
+
+			if (k <= 0)
+				return k < 0 ? -errno : -EIO;
+			left -= k;
+		}
+		return unlink(src) < 0 ? -errno : 0;
+	}
+	if (mkdir(dst, 0700) < 0 || !(d = opendir(src)))
+		return -errno;
+	for (struct dirent *de; r == 0 && (de = readdir(d));) {
+		char a[PATH_MAX + 256], b[PATH_MAX + 256];
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(a, sizeof(a), "%s/%s", src, de->d_name);
+		snprintf(b, sizeof(b), "%s/%s", dst, de->d_name);
+		r = copy_tree(a, b);
+	}
+	closedir(d);
+	return r == 0 && rmdir(src) < 0 ? -errno : r;
+}
+
+/* The live merge wrote the snapshot (host events included) into the session dir: moved to OUT. */
+static int snapshot_live(const char *path, const char *name, const char *out)
+{
+	char dst[PATH_MAX + 64];
+	int r = 0;
+
+	if (out)
+		snprintf(dst, sizeof(dst), "%s", out);
+	else
+		snprintf(dst, sizeof(dst), "%s.%s", name ? name : "vm", strrchr(path, '/') + 1);
+	if (access(dst, F_OK) == 0) {
+		log_error("%s exists: the snapshot stays at %s (move it yourself, or name another -o)", dst, path);
+		return 1;
+	}
+	if (rename(path, dst) < 0)
+		r = errno == EXDEV ? copy_tree(path, dst) : -errno;
+	if (r < 0) {
+		log_error("cannot move the snapshot %s to %s: %s; it stays at %s", path, dst, strerror(-r), path);
+		return 1;
+	}
+	printf("host: live (the host's events until the request)\n");
+	printf("snapshot: %s (tracing goes on; cut from the live merge: everything traced before the request)\n", dst);
+	return 0;
+}
+
 static int snapshot_run(int argc, char **argv)
 {
 	const char *name = NULL, *run_dir = COLLECTOR_RUN_DIR, *out = NULL;
@@ -95,6 +164,9 @@ static int snapshot_run(int argc, char **argv)
 		log_error("the daemon at %s did not answer the snapshot request: %s", sock, strerror(-r));
 		return 1;
 	}
+	reply_word(reply, "snapshot-file: ", dir, sizeof(dir));
+	if (dir[0])
+		return snapshot_live(dir, name, out);
 	reply_word(reply, "snapshot: ", dir, sizeof(dir));
 	reply_word(reply, "host: ", hostwhy, sizeof(hostwhy));
 	if (!dir[0]) {

@@ -26,6 +26,7 @@
 #define LIVE_PERIOD_NS 500000000ull
 #define LIVE_PINGS 8
 #define LIVE_END_WAIT_MS 120000
+#define LIVE_FIT_SPAN_NS 6000000000ull /* the follower's first fit: probes over 5 s (merge.h) */
 
 struct live {
 	pid_t pid;
@@ -37,6 +38,8 @@ struct live {
 	uint32_t flush_frame; /* the last FLUSH sent: its OK is swallowed */
 	bool flush_refused, started, failed;
 	char control[2 * PATH_MAX + 96];
+	char snap_path[PATH_MAX + 32]; /* a snapshot asked of the follower, or "" */
+	uint64_t snap_deadline_ns;
 };
 
 static void live_close(int *fd)
@@ -179,6 +182,12 @@ void live_tick(struct daemon *d, uint64_t now)
 	if (!l->started) {
 		if (!live_spools_begun(d))
 			return;
+		/* The scan saw each begin marker in the spool's buffer; a quiet CPU's may sit there
+		 * until its next bytes come, and a follower that opened the spool without it would
+		 * leave that CPU out of the whole session. Into the files first. */
+		for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++)
+			if (d->spools[k] && spool_persist(d->spools[k]) < 0)
+				return; /* the spool's own error handling says why; try again next tick */
 		l->started = true;
 		if (live_spawn(d, l) < 0) {
 			log_warn("live merge: cannot start the follower: %m; stop merges offline");
@@ -195,6 +204,57 @@ void live_tick(struct daemon *d, uint64_t now)
 		l->flush_frame = 0;
 	if (d->perf && l->pings - l->acks < LIVE_PINGS - 1 && write(l->ctl_fd, "ping\n", 5) == 5)
 		l->ping_ns[l->pings++ % LIVE_PINGS] = util_now_ns(CLOCK_MONOTONIC);
+}
+
+bool live_snapshot_begin(struct daemon *d, unsigned n)
+{
+	struct live *l = d->live;
+	char line[PATH_MAX + 96];
+
+	if (!l || !l->started || l->failed || l->pid <= 0 || l->cmd_fd < 0 || d->o->live_stdout ||
+	    waitpid(l->pid, NULL, WNOHANG) != 0)
+		return false;
+	/* The follower converts guest times once its probes span LIVE_FIT_SPAN_NS (and with the
+	 * kvm method only at the end): before, it could not cut in time. */
+	if (strcmp(d->s.clock_method, "ptp") || d->snap_asked_ns < d->s.started_mono_ns + LIVE_FIT_SPAN_NS) {
+		log_info("snapshot: the live merge has no clock fit yet (%s): merging the spools",
+			 strcmp(d->s.clock_method, "ptp") ? "the clock is fitted at stop" : "a session under 6 s");
+		return false;
+	}
+	snprintf(l->snap_path, sizeof(l->snap_path), "%s/snapshot-%u.data", d->s.dir, n);
+	snprintf(line, sizeof(line), "snapshot %llu %s\n", (unsigned long long)d->snap_asked_ns, l->snap_path);
+	live_say(l, line);
+	if (l->cmd_fd < 0) {
+		l->snap_path[0] = '\0';
+		return false;
+	}
+	l->snap_deadline_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d);
+	return true;
+}
+
+int live_snapshot_poll(struct daemon *d, uint64_t now, char *path, size_t len, char *why, size_t wlen)
+{
+	struct live *l = d->live;
+	_cleanup_free_ char *text = NULL;
+	char err[PATH_MAX + 48];
+
+	snprintf(path, len, "%s", l->snap_path);
+	if (access(l->snap_path, F_OK) == 0) {
+		l->snap_path[0] = '\0';
+		return 1;
+	}
+	snprintf(err, sizeof(err), "%s.err", l->snap_path);
+	if (util_read_file(err, 256, &text, NULL) == 0) {
+		snprintf(why, wlen, "the live merge could not write it: %.*s", (int)strcspn(text, "\n"), text);
+		unlink(err);
+	} else if (now >= l->snap_deadline_ns) {
+		snprintf(why, wlen, "the live merge had not written it after %u s", d->o->timeout_s);
+		live_say(l, "snapshot-cancel\n");
+	} else {
+		return 0;
+	}
+	l->snap_path[0] = '\0';
+	return -1;
 }
 
 bool live_flush_answer(struct daemon *d, uint32_t frame, bool ok, const char *err)

@@ -71,6 +71,13 @@ void daemon_snapshot_finish(struct daemon *d)
 	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) /* the files hold what the ports gave */
 		if (d->spools[k] && (r = spool_persist(d->spools[k])) < 0)
 			log_warn("snapshot: cpu%u's last bytes not written: %s", k % COLLECTOR_MAX_CPUS, strerror(-r));
+	/* With the live merge: its output so far, cut at the request, host events included; the
+	 * spools are merged only when it cannot. */
+	if (!d->snap_spools && live_snapshot_begin(d, d->snapshots + 1)) {
+		d->snapshots++;
+		d->snap_live = true;
+		return;
+	}
 	r = 0;
 	if (snprintf(dir, sizeof(dir), "%s/snapshot-%u", d->s.dir, ++d->snapshots) >= (int)sizeof(dir) - 32)
 		r = -ENAMETOOLONG;
@@ -115,6 +122,7 @@ void daemon_snapshot_request(struct daemon *d, struct bufferevent *client)
 	}
 	d->snap_client = client;
 	d->snap_asked_ns = now;
+	d->snap_live = d->snap_spools = false;
 	/* What the guest traced until now reaches the spools first. FLUSH says when: every CPU's
 	 * flush marker. Without it (an older agent, or its ERROR), a quiet ring's whole pages come
 	 * within one flush interval and its partial page at the next one (agent/pump.c sends the
@@ -159,8 +167,30 @@ static bool daemon_snapshot_flushed(const struct daemon *d)
 /* The tick, once the spools hold what the guest traced until the request: a probe burst like
  * start's and stop's (the fit then has samples at the snapshot's end), or the snapshot at once
  * without ptp. */
+static void daemon_snapshot_live(struct daemon *d, uint64_t now)
+{
+	char path[PATH_MAX + 32], why[PATH_MAX + 128], buf[PATH_MAX + 128];
+	int r = live_snapshot_poll(d, now, path, sizeof(path), why, sizeof(why));
+
+	if (r == 0)
+		return;
+	d->snap_live = false;
+	if (r < 0) {
+		log_warn("snapshot: %s; merging the spools instead", why);
+		d->snap_spools = true;
+		return daemon_snapshot_finish(d);
+	}
+	log_info("snapshot %u: %s, cut from the live merge %.2f s after the request", d->snapshots, path,
+		 (double)(now - d->snap_asked_ns) / 1e9);
+	snprintf(buf, sizeof(buf), "snapshot-file: %s\nhost: live (host events until the request)\n", path);
+	ctlsock_finish_stop(d->snap_client, buf);
+	d->snap_client = NULL;
+}
+
 void daemon_snapshot_tick(struct daemon *d, uint64_t now)
 {
+	if (d->snap_live)
+		return daemon_snapshot_live(d, now);
 	if (now >= d->snap_deadline_ns)
 		return daemon_snapshot_finish(d); /* the agent did not answer the whole burst */
 	if (d->snap_probes_left)

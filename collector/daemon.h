@@ -58,6 +58,8 @@ struct daemon {
 	uint64_t snap_flush_seq;         /* the FLUSH_SEQ every CPU's flush marker must reach */
 	uint32_t snap_flush_frame;       /* the FLUSH frame whose OK or ERROR is due (0: none) */
 	bool snap_flush_refused;         /* the agent cannot flush (older): the flush interval it is */
+	bool snap_live;                  /* the live merge is writing it (live_snapshot_poll) */
+	bool snap_spools;                /* merge the spools (the live merge could not) */
 	struct live *live;               /* --live-merge (daemon-live.c) */
 };
 
@@ -103,6 +105,12 @@ struct live;
 int live_prepare(struct daemon *d, const char **ret_control);
 /* Each tick while tracing: starts the follower once the spools have begun, FLUSH and ping. */
 void live_tick(struct daemon *d, uint64_t now);
+/* snapshot with the follower running: asks it for SESSION/snapshot-N.data, everything before
+ * the request (false: no follower to ask). */
+bool live_snapshot_begin(struct daemon *d, unsigned n);
+/* 1: written (path), -1: the follower could not, or not in time (why; the caller merges the
+ * spools instead), 0: not yet. */
+int live_snapshot_poll(struct daemon *d, uint64_t now, char *path, size_t len, char *why, size_t wlen);
 /* The agent's answer to a live FLUSH (true: it was one). */
 bool live_flush_answer(struct daemon *d, uint32_t frame, bool ok, const char *err);
 /* At finalize: "end" to the follower, its exit awaited, session.ini live_merge set. */

@@ -269,7 +269,8 @@ static int write_attrs(struct perf_writer *w, const struct perf_attr_ids *a, siz
 	return r;
 }
 
-int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs, size_t n_attrs,
+/* The header's sections after the data written so far, then the header itself at offset 0. */
+static int finish_file(struct perf_writer *w, const struct perf_attr_ids *attrs, size_t n_attrs,
 		       const struct perf_writer_feature *feats, size_t n_feats)
 {
 	_cleanup_free_ struct perf_writer_feature *f = calloc(n_feats + 1, sizeof(*f));
@@ -281,13 +282,6 @@ int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs,
 
 	if (!f)
 		return -ENOMEM;
-	if (w->cs && (r = zin_flush(w)) < 0)
-		return r;
-	if (w->pipe) { /* the stream just ends: perf has had the attrs and tracing data first */
-		r = out_flush(w);
-		w->finished = r == 0;
-		return r;
-	}
 	h.data.offset = sizeof(h);
 	h.data.size = w->pos - sizeof(h);
 	for (size_t i = 0; i < n_feats; i++)
@@ -302,8 +296,86 @@ int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs,
 		return r;
 	if (pwrite(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		return -EIO;
-	w->finished = true;
 	return 0;
+}
+
+int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs, size_t n_attrs,
+		       const struct perf_writer_feature *feats, size_t n_feats)
+{
+	int r;
+
+	if (w->cs && (r = zin_flush(w)) < 0)
+		return r;
+	if (w->pipe) { /* the stream just ends: perf has had the attrs and tracing data first */
+		r = out_flush(w);
+		w->finished = r == 0;
+		return r;
+	}
+	r = finish_file(w, attrs, n_attrs, feats, n_feats);
+	w->finished = r == 0;
+	return r;
+}
+
+/* [from, to) of in into out at the same offsets: copy_file_range (a reflink or an in-kernel
+ * copy on the same file system), else read and write. */
+static int copy_range(int in, int out, uint64_t from, uint64_t to)
+{
+	loff_t a = (loff_t)from, b = (loff_t)from;
+	uint8_t *buf = NULL;
+	int r = 0;
+
+	while ((uint64_t)a < to) {
+		ssize_t k = copy_file_range(in, &a, out, &b, (size_t)MIN(to - (uint64_t)a, 1ull << 30), 0);
+
+		if (k > 0)
+			continue;
+		if (k == 0)
+			return -EIO; /* the file is shorter than what the writer flushed */
+		if (errno == EINTR)
+			continue;
+		if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
+			return -errno;
+		break;
+	}
+	if ((uint64_t)a < to && !(buf = malloc(OUT_BUF)))
+		return -ENOMEM;
+	while ((uint64_t)a < to && r == 0) {
+		ssize_t k = pread(in, buf, (size_t)MIN(to - (uint64_t)a, OUT_BUF), a);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		r = k <= 0 ? (k < 0 ? -errno : -EIO) : out_pwrite(out, buf, (size_t)k, (uint64_t)a);
+		a += k > 0 ? k : 0;
+	}
+	free(buf);
+	return r;
+}
+
+int perf_writer_snapshot(const struct perf_writer *w, const char *path, const struct perf_attr_ids *attrs,
+			 size_t n_attrs, const struct perf_writer_feature *feats, size_t n_feats)
+{
+	struct perf_writer s = { .fd = -1, .dfd = -1, .flushed = w->flushed, .pos = w->pos, .blen = w->blen };
+	_cleanup_close_ int in = -1;
+	int r;
+
+	if (w->pipe || w->cs || !w->path)
+		return -EOPNOTSUPP;
+	in = open(w->path, O_RDONLY | O_CLOEXEC);
+	s.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	s.buf = malloc(OUT_BUF);
+	r = in < 0 || s.fd < 0 ? -errno : !s.buf ? -ENOMEM : 0;
+	if (r == 0)
+		r = copy_range(in, s.fd, 0, w->flushed);
+	if (r == 0) {
+		memcpy(s.buf, w->buf, w->blen);
+		r = finish_file(&s, attrs, n_attrs, feats, n_feats);
+	}
+	if (s.fd >= 0 && close(s.fd) < 0 && r == 0)
+		r = -errno;
+	free(s.buf);
+	if (r < 0)
+		unlink(path);
+	return r;
 }
 
 void perf_writer_free(struct perf_writer *w)

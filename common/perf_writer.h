@@ -32,5 +32,11 @@ int perf_writer_record(struct perf_writer *w, const void *rec);
 /* Writes features (sorted by bit here), attrs and the header; then the file is complete. */
 int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs, size_t n_attrs,
 		       const struct perf_writer_feature *feats, size_t n_feats);
+/* A perf.data file at path of what w has written so far, w going on: its data copied
+ * (copy_file_range: a reflink or an in-kernel copy on one file system), then the header's
+ * sections and the header as perf_writer_finish writes them. w stays as it was. -EOPNOTSUPP for
+ * a pipe or a compressed stream. */
+int perf_writer_snapshot(const struct perf_writer *w, const char *path, const struct perf_attr_ids *attrs,
+			 size_t n_attrs, const struct perf_writer_feature *feats, size_t n_feats);
 /* Closes; an unfinished file is removed. */
 void perf_writer_free(struct perf_writer *w);

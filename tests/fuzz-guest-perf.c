@@ -8,7 +8,7 @@
  * byte is odd (then the input alone, so the search for the marker is fuzzed too). With bit 1 of
  * the first byte the merge follows the session (merge --follow, the live merge): the stream is
  * read as still being written, blocked at its end (perf flush markers are its horizon) until
- * the daemon's "end". With bit 2 the daemon's flight recorder cut the stream halfway
+ * the daemon's "end", a snapshot asked of it first (written at the end: everything so far). With bit 2 the daemon's flight recorder cut the stream halfway
  * (collector/spool-side.c, from the input's records): perf-cpu0.side holds the task records of
  * the first half, and the merge reads it, then the spool from the cut. With bit 3 the guest has
  * two CPUs and perf-cpu1.spool is the same stream for CPU 1: every record is tied with its twin,
@@ -107,15 +107,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_side(buf, n + size - 1, n);
 	snprintf(out, sizeof(out), "%s/out.data", fuzz_dir);
 	if (data[0] & 2) {
-		int p[2];
+		char cmd[sizeof(fuzz_dir) + 64];
+		int p[2], k;
 
-		if (pipe(p) < 0 || write(p[1], "end\n", 4) != 4)
+		/* a snapshot asked of the follower ("snapshot T PATH"), then the end */
+		k = snprintf(cmd, sizeof(cmd), "snapshot 18446744073709551615 %s/snap.data\nend\n", fuzz_dir);
+		if (pipe(p) < 0 || write(p[1], cmd, (size_t)k) != k)
 			abort();
 		close(p[1]);
 		o.follow = true;
 		o.follow_fd = p[0];
 		(void)merge_run(&o);
 		close(p[0]);
+		snprintf(cmd, sizeof(cmd), "%s/snap.data", fuzz_dir); /* a file, or a directory */
+		nftw(cmd, fuzz_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	} else {
 		(void)merge_run(&o);
 	}

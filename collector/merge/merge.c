@@ -298,9 +298,11 @@ static int merge_loop(struct merge_ctx *m)
 
 /* ---- following a session while it traces (merge --follow, the daemon's live merge) ----
  * The daemon's words come on a pipe, one per line: "host SIZE TS" (host.data holds every record
- * before host time TS in its first SIZE bytes: perf flushed its rings on a ping) and "end" (the
- * session is over: perf has finished host.data, every spool has its end marker or never will,
- * clock.samples is complete). Guest CPUs say how far they are complete with flush markers. A
+ * before host time TS in its first SIZE bytes: perf flushed its rings on a ping), "snapshot T
+ * PATH" (a perf.data at PATH of everything before host time T, written once no source can still
+ * bring a record before T: follow_snapshot), "snapshot-cancel" and "end" (the session is over:
+ * perf has finished host.data, every spool has its end marker or never will, clock.samples is
+ * complete). Guest CPUs say how far they are complete with flush markers. A
  * record is written once no source can still bring an earlier one; until "end" the merge waits
  * for the others, so memory stays one round of host records and one page per vCPU. */
 #define FOLLOW_WAIT_MS 50
@@ -308,7 +310,11 @@ static int merge_loop(struct merge_ctx *m)
 
 struct follow {
 	int fd, dfd;
-	char line[256];
+	const char *session_dir;
+	char line[PATH_MAX + 64];
+	/* "snapshot T PATH": a perf.data of everything before host time T, at PATH, once written */
+	char snap_path[PATH_MAX];
+	uint64_t snap_t;
 	size_t len;
 	bool ended;
 	uint64_t next_refit_ns;
@@ -328,17 +334,64 @@ static bool samples_grew(struct follow *f)
 	return true;
 }
 
+/* The snapshot asked for: f->snap_path (a perf.data directory like the output, or a file),
+ * written as PATH.tmp and renamed; PATH.err with the reason when it cannot be. The daemon waits
+ * for either. */
+static void follow_snapshot(struct merge_ctx *m, struct follow *f)
+{
+	char tmp[PATH_MAX + 16], data[PATH_MAX + 32], err[PATH_MAX + 16];
+	int r = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", f->snap_path);
+	snprintf(data, sizeof(data), m->out_dir ? "%s/data" : "%s", tmp);
+	if (m->out_dir && mkdir(tmp, 0700) < 0)
+		r = -errno;
+	if (r == 0 && !m->index_done)
+		r = merge_out_guest_index(m);
+	if (r == 0)
+		r = merge_out_snapshot(m, data);
+	if (r == 0)
+		r = merge_dir_finish(m, f->session_dir, tmp);
+	if (r == 0 && rename(tmp, f->snap_path) < 0)
+		r = -errno;
+	if (r < 0) {
+		char why[256];
+		int n = snprintf(why, sizeof(why), "%s\n", strerror(-r));
+
+		log_warn("snapshot %s: cannot write it from the live merge: %s", f->snap_path, strerror(-r));
+		snprintf(err, sizeof(err), "%s.err", f->snap_path);
+		(void)util_write_file(err, why, (size_t)n, 0600);
+	} else {
+		log_info("snapshot %s: written from the live merge (%" PRIu64 " guest records so far)", f->snap_path,
+			 m->guest_samples + m->gp.records);
+	}
+	f->snap_path[0] = '\0';
+}
+
 static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd)
 {
 	unsigned long long size, ts;
+	int n = 0;
 
 	if (sscanf(cmd, "host %llu %llu", &size, &ts) == 2) {
 		if (m->host.present && m->host.follow)
 			merge_host_horizon(&m->host, size, ts);
 		return 0;
 	}
+	if (sscanf(cmd, "snapshot %llu %n", &ts, &n) == 1 && n > 0 && cmd[n] == '/' && strlen(cmd + n) < sizeof(f->snap_path)) {
+		snprintf(f->snap_path, sizeof(f->snap_path), "%s", cmd + n);
+		f->snap_t = ts;
+		f->next_refit_ns = 0; /* the daemon's probe burst for it: fitted at the next wait */
+		return 0;
+	}
+	if (!strcmp(cmd, "snapshot-cancel")) { /* the daemon gave up waiting: it merges the spools */
+		f->snap_path[0] = '\0';
+		return 0;
+	}
 	if (strcmp(cmd, "end"))
 		return 0; /* a word of a newer daemon */
+	if (f->snap_path[0]) /* asked just before the end: what was written until now */
+		follow_snapshot(m, f);
 	f->ended = true;
 	if (m->host.present && merge_host_finish(&m->host) < 0)
 		return -EBADMSG;
@@ -436,6 +489,14 @@ static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
 			} else if (s->kind->blocked(m, s->state, &t)) {
 				blocked = true;
 				bound = MIN(bound, t);
+			}
+		}
+		if (f->snap_path[0]) { /* everything before the snapshot's time written: cut here */
+			uint64_t next = MIN(q ? q->ts : UINT64_MAX, best ? bt : UINT64_MAX);
+
+			if (next >= f->snap_t && (!blocked || bound >= f->snap_t)) {
+				follow_snapshot(m, f);
+				continue;
 			}
 		}
 		if (q && q->ts <= bt && (!blocked || q->ts <= bound)) {
@@ -880,7 +941,8 @@ int merge_run(const struct merge_options *o)
 		goto out;
 	}
 	if (o->follow) {
-		struct follow f = { .fd = o->follow_fd, .dfd = open(o->session_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
+		struct follow f = { .fd = o->follow_fd, .dfd = open(o->session_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+				    .session_dir = o->session_dir };
 
 		if (m->guest.present && m->guest.clock_aligned) { /* fitted at load already */
 			f.refits = 1;

@@ -491,43 +491,67 @@ static int feats_host(struct merge_ctx *m, struct feats *fs)
 	return 0;
 }
 
+/* The header's feature sections for what was written so far: in fs, which owns them. */
+static int out_feats(struct merge_ctx *m, struct feats *fs, uint32_t cpus[2], uint64_t stime[2])
+{
+	struct buf desc = { 0 }, bids = { 0 };
+	uint8_t *td = NULL;
+	size_t td_len = 0;
+	int r;
+
+	if (m->have_td && (r = tracing_data_build(&m->td, &td, &td_len)) < 0)
+		return r;
+	if (td)
+		feats_add(fs, PERF_FEAT_TRACING_DATA, td, td, td_len);
+	if ((r = event_desc(m, &desc)) < 0) {
+		free(desc.p);
+		return r;
+	}
+	feats_add(fs, PERF_FEAT_EVENT_DESC, desc.p, desc.p, desc.len);
+	if (guest_has_build_id(m)) {
+		if ((r = build_ids(m, &bids)) < 0) {
+			free(bids.p);
+			return r;
+		}
+		feats_add(fs, PERF_FEAT_BUILD_ID, bids.p, bids.p, bids.len);
+	}
+	nrcpus(m, cpus);
+	feats_add(fs, PERF_FEAT_NRCPUS, NULL, cpus, 2 * sizeof(*cpus));
+	stime[0] = m->first_sample, stime[1] = m->last_sample;
+	if (m->first_sample != UINT64_MAX)
+		feats_add(fs, PERF_FEAT_SAMPLE_TIME, NULL, stime, 2 * sizeof(*stime));
+	feats_host(m, fs);
+	return 0;
+}
+
 int merge_out_finish(struct merge_ctx *m)
 {
 	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
 	struct feats fs = { .n = 0 };
-	struct buf desc = { 0 }, bids = { 0 };
-	uint8_t *td = NULL;
-	size_t td_len = 0;
 	uint32_t cpus[2];
-	uint64_t stime[2] = { m->first_sample, m->last_sample };
+	uint64_t stime[2];
 	int r;
 
 	if ((r = perf_writer_record(m->w, &round)) < 0)
 		return r;
-	if (m->have_td && (r = tracing_data_build(&m->td, &td, &td_len)) < 0)
+	if ((r = out_feats(m, &fs, cpus, stime)) == 0)
+		r = perf_writer_finish(m->w, m->attrs, m->n_attrs, fs.f, fs.n);
+	feats_free(&fs);
+	return r;
+}
+
+int merge_out_snapshot(struct merge_ctx *m, const char *path)
+{
+	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
+	struct feats fs = { .n = 0 };
+	uint32_t cpus[2];
+	uint64_t stime[2];
+	int r;
+
+	if ((r = perf_writer_record(m->w, &round)) < 0)
 		return r;
-	if (td)
-		feats_add(&fs, PERF_FEAT_TRACING_DATA, td, td, td_len);
-	if ((r = event_desc(m, &desc)) < 0) {
-		free(desc.p);
-		feats_free(&fs);
-		return r;
-	}
-	feats_add(&fs, PERF_FEAT_EVENT_DESC, desc.p, desc.p, desc.len);
-	if (guest_has_build_id(m)) {
-		if ((r = build_ids(m, &bids)) < 0) {
-			free(bids.p);
-			feats_free(&fs);
-			return r;
-		}
-		feats_add(&fs, PERF_FEAT_BUILD_ID, bids.p, bids.p, bids.len);
-	}
-	nrcpus(m, cpus);
-	feats_add(&fs, PERF_FEAT_NRCPUS, NULL, cpus, sizeof(cpus));
-	if (m->first_sample != UINT64_MAX)
-		feats_add(&fs, PERF_FEAT_SAMPLE_TIME, NULL, stime, sizeof(stime));
-	feats_host(m, &fs);
-	r = perf_writer_finish(m->w, m->attrs, m->n_attrs, fs.f, fs.n);
+	if ((r = out_feats(m, &fs, cpus, stime)) == 0)
+		r = perf_writer_snapshot(m->w, path, m->attrs, m->n_attrs, fs.f, fs.n);
 	feats_free(&fs);
 	return r;
 }

@@ -44,6 +44,9 @@ int merge_out_guest_index(struct merge_ctx *m);
 int merge_out_guest(struct merge_ctx *m, struct guest_cpu *c);
 /* Final round marker, features, attrs, header. */
 int merge_out_finish(struct merge_ctx *m);
+/* A perf.data at path of what was written so far, the merge going on (merge --follow's
+ * "snapshot"): a FINISHED_ROUND, then perf_writer_snapshot with the header as at the end. */
+int merge_out_snapshot(struct merge_ctx *m, const char *path);
 void merge_out_free(struct merge_ctx *m);
 /* merge.c: writes one record, FINISHED_ROUND markers between timed ones (ts 0: untimed). */
 int merge_emit(struct merge_ctx *m, const void *rec, uint64_t ts);

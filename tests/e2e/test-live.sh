@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # e2e: start --live-merge on the real guest (tests/e2e/lib.sh). A flood, then numbered markers:
 # the follower ('merge --follow') writes the output while the session traces (it grows before
-# stop); stop hands out its file: every marker once and in order, host and guest interleaved,
+# stop); a snapshot is cut from it (every marker before it, host events too, while tracing goes
+# on); stop hands out its file: every marker once and in order, host and guest interleaved,
 # perf reads it without a warning, and it holds the same events as an offline merge of the same
 # session dir. Then a session whose follower is killed mid-way: stop merges offline, complete.
 # Then the live view: start -o - | perf script -i - shows guest markers before stop, and all
@@ -30,6 +31,23 @@ check "the live output grows while tracing (over 2 MiB before stop)" test "$grow
 check_out "status shows the live merge" '^live merge: following \(pid [0-9]+\), [0-9.]+ MB written, host perf acked [1-9]' e2e_status
 check "guest: flood stopped" e2e_say bgstop
 check "guest: 300 numbered markers" e2e_run 300
+# A snapshot while it traces: cut from the live output at the request (host events too). The
+# follower converts guest times once its probes span 5 s: the session is at least 7 s old.
+started=$(sed -n 's/^started_realtime_ns=//p' "$sess/session.ini")
+while [ $(($(date +%s) - ${started:-0} / 1000000000)) -lt 7 ]; do sleep 0.5; done
+t0=$(date +%s.%N)
+snap=$(tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$T/snap.data" 2>&1)
+check "snapshot exits 0" test $? -eq 0
+t1=$(date +%s.%N)
+echo "$snap"
+awk -v a="$t0" -v b="$t1" 'BEGIN { printf "snapshot took %.2f s (live merge)\n", b - a }'
+check_out "snapshot: cut from the live merge" '^snapshot: .*cut from the live merge' echo "$snap"
+check_out "collector.log: the follower wrote it" 'snapshot 1: .*snapshot-1.data, cut from the live merge' cat "$sess/collector.log"
+check "snapshot: all 300 markers once, in order" e2e_markers "$T/snap.data" 300
+check "snapshot: host and guest interleaved (the host's events came with the live merge)" e2e_interleaved "$T/snap.data"
+check "snapshot: perf script/report: no warnings" e2e_no_warnings "$T/snap.data"
+check "snapshot: nothing left in the session dir" bash -c '! ls -d "$1"/snapshot-* 2>/dev/null' _ "$sess"
+check_out "the session still traces after the snapshot" '^state: tracing' e2e_status
 t0=$(date +%s.%N)
 sum=$(e2e_stop -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
