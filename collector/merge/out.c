@@ -524,7 +524,8 @@ static int out_feats(struct merge_ctx *m, struct feats *fs, uint32_t cpus[2], ui
 	return 0;
 }
 
-int merge_out_finish(struct merge_ctx *m)
+/* A FINISHED_ROUND and the header: w's own (the end), or a snapshot's at path, w going on. */
+static int out_end(struct merge_ctx *m, const char *snapshot_path)
 {
 	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
 	struct feats fs = { .n = 0 };
@@ -535,25 +536,20 @@ int merge_out_finish(struct merge_ctx *m)
 	if ((r = perf_writer_record(m->w, &round)) < 0)
 		return r;
 	if ((r = out_feats(m, &fs, cpus, stime)) == 0)
-		r = perf_writer_finish(m->w, m->attrs, m->n_attrs, fs.f, fs.n);
+		r = snapshot_path ? perf_writer_snapshot(m->w, snapshot_path, m->attrs, m->n_attrs, fs.f, fs.n)
+				  : perf_writer_finish(m->w, m->attrs, m->n_attrs, fs.f, fs.n);
 	feats_free(&fs);
 	return r;
 }
 
+int merge_out_finish(struct merge_ctx *m)
+{
+	return out_end(m, NULL);
+}
+
 int merge_out_snapshot(struct merge_ctx *m, const char *path)
 {
-	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
-	struct feats fs = { .n = 0 };
-	uint32_t cpus[2];
-	uint64_t stime[2];
-	int r;
-
-	if ((r = perf_writer_record(m->w, &round)) < 0)
-		return r;
-	if ((r = out_feats(m, &fs, cpus, stime)) == 0)
-		r = perf_writer_snapshot(m->w, path, m->attrs, m->n_attrs, fs.f, fs.n);
-	feats_free(&fs);
-	return r;
+	return out_end(m, path);
 }
 
 void merge_out_free(struct merge_ctx *m)

@@ -14,6 +14,19 @@ out=$T/out.data
 
 # Bytes of the live output so far (a perf.data file, or the data file of a perf.data dir).
 live_size() { stat -c %s "$1/live.data/data" 2>/dev/null || stat -c %s "$1/live.data" 2>/dev/null || echo 0; }
+# timed VAR WHAT CMD...: CMD's output into VAR (and printed), its exit status checked, its wall time.
+timed() {
+	local var=$1 what=$2 t0 t1 o st
+	shift 2
+	t0=$(date +%s.%N)
+	o=$("$@" 2>&1)
+	st=$?
+	t1=$(date +%s.%N)
+	printf -v "$var" '%s' "$o"
+	check "$what exits 0" test "$st" -eq 0
+	echo "$o"
+	awk -v a="$t0" -v b="$t1" -v w="$what" 'BEGIN { printf "%s took %.2f s (live merge)\n", w, b - a }'
+}
 # "event count" lines of a perf.data, sorted (guest and host events by name).
 event_counts() { "$PERF" script -i "$1" -F event 2>/dev/null | sed 's/[: ]*$//' | sort | uniq -c; }
 
@@ -35,12 +48,7 @@ check "guest: 300 numbered markers" e2e_run 300
 # follower converts guest times once its probes span 5 s: the session is at least 7 s old.
 started=$(sed -n 's/^started_realtime_ns=//p' "$sess/session.ini")
 while [ $(($(date +%s) - ${started:-0} / 1000000000)) -lt 7 ]; do sleep 0.5; done
-t0=$(date +%s.%N)
-snap=$(tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$T/snap.data" 2>&1)
-check "snapshot exits 0" test $? -eq 0
-t1=$(date +%s.%N)
-echo "$snap"
-awk -v a="$t0" -v b="$t1" 'BEGIN { printf "snapshot took %.2f s (live merge)\n", b - a }'
+timed snap snapshot tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$T/snap.data"
 check_out "snapshot: cut from the live merge" '^snapshot: .*cut from the live merge' echo "$snap"
 check_out "collector.log: the follower wrote it" 'snapshot 1: .*snapshot-1.data, cut from the live merge' cat "$sess/collector.log"
 check "snapshot: all 300 markers once, in order" e2e_markers "$T/snap.data" 300
@@ -48,12 +56,7 @@ check "snapshot: host and guest interleaved (the host's events came with the liv
 check "snapshot: perf script/report: no warnings" e2e_no_warnings "$T/snap.data"
 check "snapshot: nothing left in the session dir" bash -c '! ls -d "$1"/snapshot-* 2>/dev/null' _ "$sess"
 check_out "the session still traces after the snapshot" '^state: tracing' e2e_status
-t0=$(date +%s.%N)
-sum=$(e2e_stop -o "$out" 2>&1)
-check "stop exits 0" test $? -eq 0
-t1=$(date +%s.%N)
-echo "$sum"
-awk -v a="$t0" -v b="$t1" 'BEGIN { printf "stop took %.2f s (live merge)\n", b - a }'
+timed sum stop e2e_stop -o "$out"
 check_out "stop hands out the live merge" '^  live: +merged while tracing' echo "$sum"
 check_out "collector.log: the follower finished" 'live merge: done' cat "$sess/collector.log"
 check "all 300 markers once, in order" e2e_markers "$out" 300

@@ -184,20 +184,21 @@ flush_kmem() {
 	agent_kmem() { "$PERF" script -i "$1" -F comm,event 2>/dev/null | grep trace-agent | grep -c guest_kmem; }
 	check "no kmem event of the agent's own threads: $(agent_kmem "$T/kmem.data") (0)" \
 		test "$(agent_kmem "$T/kmem.data")" -eq 0
-	sess=$(e2e_start -e 'kmem:kmalloc,kmem:kfree,sched:sched_switch' --no-host --agent-events)
-	check_out "start --agent-events" "^$VM/sessions/" echo "$sess"
-	sleep 2
-	sum=$(e2e_stop -o "$T/kmem-self.data" 2>&1)
-	check "stop exits 0" test $? -eq 0
+	# kmem_2s OUT [start options]: a 2 s kmem session of the idle guest into OUT
+	kmem_2s() {
+		local o=$1
+		shift
+		sess=$(e2e_start -e 'kmem:kmalloc,kmem:kfree,sched:sched_switch' --no-host "$@")
+		check_out "start $*" "^$VM/sessions/" echo "$sess"
+		sleep 2
+		check "stop exits 0" tc stop --name "$VM_NAME" --run-dir "$RUN" -o "$o"
+	}
+	kmem_2s "$T/kmem-self.data" --agent-events
 	check "--agent-events: the agent's own kmem events are traced: $(agent_kmem "$T/kmem-self.data") (> 0)" \
 		test "$(agent_kmem "$T/kmem-self.data")" -gt 0
 	# Sessions add their threads to the list (the kmem session above was the third): after
 	# --agent-events cleared it, the next one starts a new list.
-	sess=$(e2e_start -e 'kmem:kmalloc,kmem:kfree,sched:sched_switch' --no-host)
-	check_out "start again without --agent-events" "^$VM/sessions/" echo "$sess"
-	sleep 2
-	sum=$(e2e_stop -o "$T/kmem-again.data" 2>&1)
-	check "stop exits 0" test $? -eq 0
+	kmem_2s "$T/kmem-again.data"
 	check "the agent's threads left out again: $(agent_kmem "$T/kmem-again.data") kmem events (0)" \
 		test "$(agent_kmem "$T/kmem-again.data")" -eq 0
 }
