@@ -42,11 +42,13 @@ spool_du() { du -B1 -c "$1"/cpu*.spool | tail -n 1 | cut -f1; }
 dropped_mib() { sed -n 's/^flight recorder: .* kept, \([0-9.]*\) MiB dropped so far/\1/p' <<<"$1"; }
 
 check "boot: guest ready, agent waiting" e2e_boot
-# A snapshot of an ordinary session: the guest's events so far; the host recording is
-# written at stop only, and the snapshot says so. The periodic flush is off: the 100 markers
-# (a few KiB, far from half a ring) reach the snapshot only because it asks the agent to FLUSH.
-sess=$(e2e_start -e 'sched:sched_switch' --flush-interval 0)
-check_out "start (no flight recorder, no periodic flush)" "^$VM/sessions/" echo "$sess"
+# A snapshot of an ordinary session merged from its spools (--no-live-merge; with the live
+# merge it is cut from the live output: e2e live): the guest's events so far; the host
+# recording is written at stop only, and the snapshot says so. The periodic flush is off: the
+# 100 markers (a few KiB, far from half a ring) reach the snapshot only because it asks the
+# agent to FLUSH.
+sess=$(e2e_start -e 'sched:sched_switch' --flush-interval 0 --no-live-merge)
+check_out "start (no flight recorder, no periodic flush, no live merge)" "^$VM/sessions/" echo "$sess"
 check "guest: 100 numbered markers" e2e_run 100
 psum=$(tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$T/plain-snap.data" 2>&1)
 check "snapshot of an ordinary session exits 0" test $? -eq 0
