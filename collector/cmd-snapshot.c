@@ -88,17 +88,11 @@ static int copy_tree(const char *src, const char *dst)
 	if (!S_ISDIR(st.st_mode)) {
 		_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
 		_cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		off_t left = st.st_size;
 
 		if (in < 0 || out < 0)
 			return -errno;
-		while (left > 0) {
-			ssize_t k = copy_file_range(in, NULL, out, NULL, (size_t)MIN(left, 1 << 30), 0);
-
-			if (k <= 0)
-				return k < 0 ? -errno : -EIO;
-			left -= k;
-		}
+		if ((r = util_copy_range(in, out, 0, (uint64_t)st.st_size)) < 0)
+			return r;
 		return unlink(src) < 0 ? -errno : 0;
 	}
 	if (mkdir(dst, 0700) < 0 || !(d = opendir(src)))

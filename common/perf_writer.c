@@ -316,41 +316,6 @@ int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs,
 	return r;
 }
 
-/* [from, to) of in into out at the same offsets: copy_file_range (a reflink or an in-kernel
- * copy on the same file system), else read and write. */
-static int copy_range(int in, int out, uint64_t from, uint64_t to)
-{
-	loff_t a = (loff_t)from, b = (loff_t)from;
-	uint8_t *buf = NULL;
-	int r = 0;
-
-	while ((uint64_t)a < to) {
-		ssize_t k = copy_file_range(in, &a, out, &b, (size_t)MIN(to - (uint64_t)a, 1ull << 30), 0);
-
-		if (k > 0)
-			continue;
-		if (k == 0)
-			return -EIO; /* the file is shorter than what the writer flushed */
-		if (errno == EINTR)
-			continue;
-		if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
-			return -errno;
-		break;
-	}
-	if ((uint64_t)a < to && !(buf = malloc(OUT_BUF)))
-		return -ENOMEM;
-	while ((uint64_t)a < to && r == 0) {
-		ssize_t k = pread(in, buf, (size_t)MIN(to - (uint64_t)a, OUT_BUF), a);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		r = k <= 0 ? (k < 0 ? -errno : -EIO) : out_pwrite(out, buf, (size_t)k, (uint64_t)a);
-		a += k > 0 ? k : 0;
-	}
-	free(buf);
-	return r;
-}
-
 int perf_writer_snapshot(const struct perf_writer *w, const char *path, const struct perf_attr_ids *attrs,
 			 size_t n_attrs, const struct perf_writer_feature *feats, size_t n_feats)
 {
@@ -365,7 +330,7 @@ int perf_writer_snapshot(const struct perf_writer *w, const char *path, const st
 	s.buf = malloc(OUT_BUF);
 	r = in < 0 || s.fd < 0 ? -errno : !s.buf ? -ENOMEM : 0;
 	if (r == 0)
-		r = copy_range(in, s.fd, 0, w->flushed);
+		r = util_copy_range(in, s.fd, 0, w->flushed);
 	if (r == 0) {
 		memcpy(s.buf, w->buf, w->blen);
 		r = finish_file(&s, attrs, n_attrs, feats, n_feats);

@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
+#include <unistd.h>
 
 int util_pread_full(int fd, void *buf, size_t len, uint64_t off)
 {
@@ -22,6 +24,47 @@ int util_pread_full(int fd, void *buf, size_t len, uint64_t off)
 		if (n <= 0)
 			return n < 0 ? -errno : -EIO;
 		done += (size_t)n;
+	}
+	return 0;
+}
+
+int util_copy_range(int in, int out, uint64_t from, uint64_t to)
+{
+	loff_t a = (loff_t)from, b = (loff_t)from;
+	_cleanup_free_ uint8_t *buf = NULL;
+
+	while ((uint64_t)a < to) {
+		ssize_t k = copy_file_range(in, &a, out, &b, (size_t)MIN(to - (uint64_t)a, 1ull << 30), 0);
+
+		if (k > 0)
+			continue;
+		if (k == 0)
+			return -EIO; /* in is shorter than asked */
+		if (errno == EINTR)
+			continue;
+		if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP)
+			return -errno;
+		break; /* another file system (Linux 5.19+), or none that copies: read and write */
+	}
+	if ((uint64_t)a < to && !(buf = malloc(UTIL_COPY_BUF)))
+		return -ENOMEM;
+	while ((uint64_t)a < to) {
+		size_t n = (size_t)MIN(to - (uint64_t)a, UTIL_COPY_BUF);
+		int r = util_pread_full(in, buf, n, (uint64_t)a);
+
+		for (size_t done = 0; r == 0 && done < n;) {
+			ssize_t w = pwrite(out, buf + done, n - done, a + (off_t)done);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				r = w < 0 ? -errno : -EIO;
+			else
+				done += (size_t)w;
+		}
+		if (r < 0)
+			return r;
+		a += (loff_t)n;
 	}
 	return 0;
 }

@@ -30,6 +30,10 @@ int util_write_full(int fd, const void *buf, size_t len);
 /* Reads exactly len bytes at off (retrying EINTR and short reads): 0, -EIO at the end of the
  * file, or -errno. */
 int util_pread_full(int fd, void *buf, size_t len, uint64_t off);
+#define UTIL_COPY_BUF (1u << 20)
+/* Bytes [from, to) of in into out at the same offsets: copy_file_range (a reflink, or an
+ * in-kernel copy), else pread and pwrite (another file system, or one that does not copy). */
+int util_copy_range(int in, int out, uint64_t from, uint64_t to);
 /* Classifies one write()/splice() result n to a non-blocking fd (call it before errno can
  * change): n when bytes moved, 0 to retry (EINTR), -EAGAIN to wait for POLLOUT, -EPIPE when
  * nothing moved, else -errno. */
