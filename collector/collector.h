@@ -99,7 +99,9 @@ void gbinfetch_abort(struct gbinfetch *f, const char *why);
 void gbinfetch_summary(const struct gbinfetch *f, FILE *out);
 void gbinfetch_free(struct gbinfetch *f);
 
-/* ports.c: the per-VM FIFO pairs (NAME.in / NAME.out) or sockets (NAME.sock). */
+/* ports.c: the per-VM FIFO pairs (NAME.in / NAME.out) or sockets (sock/NAME.sock). */
+#define PORT_SOCK_DIR "sock"
+#define PORT_DRAIN_MAX (16u << 20)
 enum port_kind { PORT_FIFO, PORT_SOCKET };
 struct port {
 	char name[64];

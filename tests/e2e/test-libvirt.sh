@@ -164,7 +164,7 @@ else
 	check_out "the persistent config has them too (--config)" '^5$' \
 		bash -c 'virsh -c "$1" dumpxml --inactive "$2" | grep -c "<channel type=.unix.>"' _ "$URI" "$VM_NAME"
 	for s in agent-ctl-path trace-path-cpu0 trace-path-cpu1 perf-path-cpu0 perf-path-cpu1; do
-		check "QEMU created $s.sock" test -S "$VM/$s.sock"
+		check "QEMU created $s.sock" test -S "$VM/sock/$s.sock"
 	done
 fi
 
