@@ -1056,7 +1056,7 @@ static void daemon_log_to_session(struct daemon *d)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/collector.log", d->s.dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
 	dup2(fd, 2);
@@ -1087,6 +1087,13 @@ static int daemon_ports(struct daemon *d)
 	}
 	port_init(&d->ctl, d->o->vm_dir, "agent-ctl-path", d->kind);
 	r = port_open(&d->ctl, true);
+	if (r == -EACCES) {
+		log_error("%s is served by a process that does not run as the owner of %s/" PORT_SOCK_DIR
+			  " (QEMU's user) nor as root: not QEMU's socket; re-run 'trace-collector setup --name %s "
+			  "--transport socket --owner USER:GROUP' and restart QEMU",
+			  port_path(&d->ctl, true, path, sizeof(path)), d->o->vm_dir, d->o->name);
+		return r;
+	}
 	if (r < 0 && d->kind == PORT_SOCKET) {
 		log_warn("cannot connect to %s: %s; retrying (is QEMU running?)",
 			 port_path(&d->ctl, true, path, sizeof(path)), strerror(-r));
