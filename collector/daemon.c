@@ -1133,6 +1133,12 @@ static void daemon_free(struct daemon *d)
 		event_base_free(d->base);
 	free(d);
 }
+/* The control socket's ops: its requests reach the daemon only through these. */
+static void daemon_ctl_status(void *userdata, char *buf, size_t size) { daemon_status(userdata, buf, size); }
+static void daemon_ctl_stop(void *userdata, struct bufferevent *client) { daemon_stop_request(userdata, client); }
+static void daemon_ctl_snapshot(void *userdata, struct bufferevent *client) { daemon_snapshot_request(userdata, client); }
+static void daemon_ctl_replied(void *userdata) { daemon_stop_replied(userdata); }
+
 
 static int daemon_setup(struct daemon *d)
 {
@@ -1152,7 +1158,10 @@ static int daemon_setup(struct daemon *d)
 	daemon_write_pidfile(d);
 	r = ctlsock_path(d->o->run_dir, d->o->name, sock, sizeof(sock));
 	if (r == 0)
-		r = ctlsock_listen(d, d->base, sock, &d->sock);
+		r = ctlsock_listen(&(struct ctlsock_ops){ .userdata = d, .status = daemon_ctl_status,
+							  .stop = daemon_ctl_stop, .snapshot = daemon_ctl_snapshot,
+							  .replied = daemon_ctl_replied },
+				   d->base, sock, &d->sock);
 	if (r < 0) {
 		log_error("cannot listen on %s/%s.sock: %s", d->o->run_dir, d->o->name, strerror(-r));
 		return r;
