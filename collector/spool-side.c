@@ -13,6 +13,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "hash.h"
 #include "log.h"
 #include "marker.h"
 #include "util.h"
@@ -49,6 +51,7 @@ struct spool_side {
 	size_t mhead, mn, mcap;
 	uint64_t next_block; /* a record starting at or after this offset gets a mark */
 	uint64_t not_kept, hole_end, flushes;
+	uint64_t set_refused; /* compaction's set adds refused (records kept that could have gone) */
 	uint8_t rec[65536]; /* the scan reads a record here */
 };
 
@@ -166,56 +169,23 @@ int spool_side_add(struct spool_side *t, uint64_t off, const uint8_t *rec, uint1
 	return 0;
 }
 
-/* A set of u32 (pids or tids), open addressing; 0 is a valid member (the idle task). */
-struct u32set {
-	uint32_t *v;
-	uint8_t *used;
-	size_t mask;
-};
-
-static int set_init(struct u32set *s, size_t n)
+/* A set of u32 (pids or tids; 0 is a valid member, the idle task): the guest chose them, so a
+ * keyed table with bounded walks (common/hash.h). A refused add leaves the member out, and a
+ * record is kept that could have gone: never the other way. */
+static int set_init(struct hash *s, size_t n)
 {
-	size_t cap = 64;
-
-	while (cap < 2 * n)
-		cap *= 2;
-	s->v = calloc(cap, sizeof(*s->v));
-	s->used = calloc(cap, 1);
-	s->mask = cap - 1;
-	return s->v && s->used ? 0 : -ENOMEM;
-}
-
-static void set_free(struct u32set *s)
-{
-	free(s->v);
-	free(s->used);
+	return hash_init(s, n, n);
 }
 
 /* Adds x; whether it was there already. */
-static bool set_add(struct u32set *s, uint32_t x)
+static bool set_add(struct hash *s, uint32_t x)
 {
-	size_t i = (x * 2654435761u) & s->mask;
-
-	while (s->used[i]) {
-		if (s->v[i] == x)
-			return true;
-		i = (i + 1) & s->mask;
-	}
-	s->used[i] = 1;
-	s->v[i] = x;
-	return false;
+	return hash_put(s, x, 0, NULL) == 0;
 }
 
-static bool set_has(const struct u32set *s, uint32_t x)
+static bool set_has(const struct hash *s, uint32_t x)
 {
-	size_t i = (x * 2654435761u) & s->mask;
-
-	while (s->used[i]) {
-		if (s->v[i] == x)
-			return true;
-		i = (i + 1) & s->mask;
-	}
-	return false;
+	return hash_get(s, x, NULL) == 0;
 }
 
 /* Of the records before end (entries [0, n)), drops what no record from end on needs: every
@@ -224,7 +194,8 @@ static bool set_has(const struct u32set *s, uint32_t x)
  * backwards, newest first. */
 static int side_compact(struct spool_side *t, size_t n)
 {
-	struct u32set gone_pid, gone_tid, named, execd;
+	struct hash gone_pid, gone_tid, named, execd;
+	uint64_t refused;
 	size_t w = 0;
 	int r = set_init(&gone_pid, n) | set_init(&gone_tid, n) | set_init(&named, n) | set_init(&execd, n);
 
@@ -256,7 +227,11 @@ static int side_compact(struct spool_side *t, size_t n)
 			e->rec = NULL;
 		}
 	}
-	set_free(&gone_pid), set_free(&gone_tid), set_free(&named), set_free(&execd);
+	refused = gone_pid.refused + gone_tid.refused + named.refused + execd.refused;
+	if (refused)
+		log_debug("%s: %" PRIu64 " task ids refused by the compaction's sets: their records kept", t->path, refused);
+	t->set_refused += refused;
+	hash_free(&gone_pid), hash_free(&gone_tid), hash_free(&named), hash_free(&execd);
 	if (r < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < t->n; i++) /* close the gaps, order kept */

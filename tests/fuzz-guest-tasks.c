@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		(void)merge_meta_task_see(g, pid, "fuzz\x01name", 9, &first);
 	}
-	free(g->tasks);
+	merge_meta_tasks_free(g);
 	free(g);
 	return 0;
 }

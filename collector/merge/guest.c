@@ -610,7 +610,7 @@ void merge_guest_free(struct merge_guest *g)
 	free(g->cpus);
 	free(g->events);
 	free(g->by_id);
-	free(g->tasks);
+	merge_meta_tasks_free(g);
 	free(g->header_page);
 	free(g->header_event);
 	clock_apply_free(&g->clock);

@@ -731,6 +731,7 @@ static void summary(const struct merge_ctx *m, const char *out)
 		{ "host events lost by perf record (buffer overflow; give perf a bigger -m after '--' on start)", m->host.lost },
 		{ "guest times outside the session window, clamped", l->outside_window },
 		{ "vCPU spools without an end marker (what the guest had not sent is missing, amount unknown)", l->no_end_cpus },
+		{ "guest task names not kept (the task table was full; counted per event)", l->tasks_not_kept },
 		{ "guest perf samples lost in the guest's perf ring (its LOST records are in the file)", m->gp.lost },
 		{ "guest perf records dropped: malformed", m->gp.bad_records },
 		{ "guest perf records dropped: unknown id", m->gp.unknown_ids },

@@ -13,6 +13,7 @@
 #include "clock_kvm.h"
 #include "elf_notes.h"
 #include "ftrace_page.h"
+#include "hash.h"
 #include "marker.h"
 #include "perf_events.h"
 #include "perf_file.h"
@@ -54,6 +55,7 @@ struct merge_losses {
 	uint64_t fr_dropped_pages;   /* --flight-recorder: the oldest pages, freed by the daemon */
 	uint64_t outside_window; /* converted times clamped into the session window */
 	uint64_t no_end_cpus;    /* spools without their end marker: shortfall unknown */
+	uint64_t tasks_not_kept; /* guest tasks over the task table's bound: not named */
 };
 
 #define GSYM_MAX 4 /* pointers named per event */
@@ -79,7 +81,6 @@ struct guest_event {
 
 struct guest_task {
 	int32_t pid, tgid;
-	bool used;
 	char comm[16]; /* empty: name unknown */
 };
 
@@ -134,7 +135,8 @@ struct merge_guest {
 	int32_t *by_id; /* guest id → index in events, -1 */
 	struct guest_cpu *cpus;
 	size_t n_tasks;
-	struct guest_task *tasks;
+	struct guest_task *tasks; /* MERGE_MAX_TASKS, the first n_tasks in the order first seen */
+	struct hash task_index;   /* pid → index in tasks (pids are the guest's: keyed, bounded) */
 	struct clock_map clock;
 	struct clock_kvm *kvm;     /* method kvm: per-vCPU TSC map (clock.ini + kvm.samples) */
 	bool clock_aligned;
@@ -204,6 +206,7 @@ size_t merge_gsym_record(const struct merge_guest *g, const struct guest_event *
 /* meta.c: the guest's task names and tgids, kernel build-id, and the clock (with the
  * recovery fit from clock.samples and the session window). Missing parts are noted, not fatal. */
 void merge_meta_tasks(struct merge_guest *g, int dfd);
+void merge_meta_tasks_free(struct merge_guest *g);
 /* Records a task name (first name seen wins; bounded; cleaned to printable). */
 void merge_meta_task_learn(struct merge_guest *g, int32_t pid, const char *comm, size_t len);
 /* A task named or renamed by an event (meta.c says when); NULL when nothing changed. */

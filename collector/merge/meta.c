@@ -13,6 +13,7 @@
 
 #include "clockfit.h"
 #include "collector.h"
+#include "hash.h"
 #include "merge.h"
 #include "util.h"
 
@@ -20,33 +21,33 @@
 #define INI_MAX (64u << 10)
 #define CLOCK_SAMPLES_MAX (4u << 20)
 
-static struct guest_task *task_slot(const struct merge_guest *g, int32_t pid)
+/* The task of pid, or NULL. */
+static struct guest_task *task_find(const struct merge_guest *g, int32_t pid)
 {
-	uint32_t h = ((uint32_t)pid * 2654435761u) % (2 * MERGE_MAX_TASKS);
+	uint32_t i;
 
-	for (;; h = (h + 1) % (2 * MERGE_MAX_TASKS)) {
-		struct guest_task *t = &g->tasks[h];
-
-		if (!t->used || t->pid == pid)
-			return t;
-	}
+	if (pid < 0 || !g->tasks || hash_get(&g->task_index, (uint32_t)pid, &i) < 0)
+		return NULL;
+	return &g->tasks[i];
 }
 
-/* The slot of pid, claimed if new; NULL when the table is full (at most MERGE_MAX_TASKS). */
+/* The task of pid, added if new; NULL when the table refused it (MERGE_MAX_TASKS, or the
+ * index's probe bound: counted). */
 static struct guest_task *task_get(struct merge_guest *g, int32_t pid)
 {
-	struct guest_task *t;
+	uint32_t i = (uint32_t)g->n_tasks;
+	int r;
 
 	if (pid < 0 || !g->tasks)
 		return NULL;
-	t = task_slot(g, pid);
-	if (t->used)
-		return t;
-	if (g->n_tasks >= MERGE_MAX_TASKS)
+	r = hash_put(&g->task_index, (uint32_t)pid, i, &i);
+	if (r < 0) {
+		g->loss.tasks_not_kept += r == -ENOSPC;
 		return NULL;
-	*t = (struct guest_task){ .pid = pid, .tgid = pid, .used = true };
-	g->n_tasks++;
-	return t;
+	}
+	if (r == 1)
+		g->tasks[g->n_tasks++] = (struct guest_task){ .pid = pid, .tgid = pid };
+	return &g->tasks[i];
 }
 
 void merge_meta_task_learn(struct merge_guest *g, int32_t pid, const char *comm, size_t len)
@@ -82,8 +83,8 @@ const struct guest_task *merge_meta_task_see(struct merge_guest *g, int32_t pid,
 	name[n] = '\0';
 	if (!n)
 		return NULL;
-	t = task_slot(g, pid);
-	if (!t->used || !t->comm[0]) {
+	t = task_find(g, pid);
+	if (!t || !t->comm[0]) {
 		if (!(t = task_get(g, pid)))
 			return NULL;
 		*ret_new = true;
@@ -96,12 +97,9 @@ const struct guest_task *merge_meta_task_see(struct merge_guest *g, int32_t pid,
 
 int32_t merge_meta_tgid(const struct merge_guest *g, int32_t pid)
 {
-	const struct guest_task *t;
+	const struct guest_task *t = task_find(g, pid);
 
-	if (pid < 0 || !g->tasks)
-		return pid;
-	t = task_slot(g, pid);
-	return t->used ? t->tgid : pid;
+	return t ? t->tgid : pid;
 }
 
 /* Calls fn(g, a, b, rest) for each "A B..." line of a guest file whose A parses as a pid. */
@@ -143,11 +141,21 @@ static void tgid_line(struct merge_guest *g, int32_t pid, const char *rest)
 
 void merge_meta_tasks(struct merge_guest *g, int dfd)
 {
-	g->tasks = calloc(2 * MERGE_MAX_TASKS, sizeof(*g->tasks));
-	if (!g->tasks)
+	g->tasks = calloc(MERGE_MAX_TASKS, sizeof(*g->tasks));
+	if (!g->tasks || hash_init(&g->task_index, 1024, MERGE_MAX_TASKS) < 0) {
+		merge_meta_tasks_free(g);
 		return;
+	}
 	each_line(g, dfd, "guest/saved_cmdlines", cmdline_line);
 	each_line(g, dfd, "guest/saved_tgids", tgid_line);
+}
+
+void merge_meta_tasks_free(struct merge_guest *g)
+{
+	free(g->tasks);
+	g->tasks = NULL;
+	g->n_tasks = 0;
+	hash_free(&g->task_index);
 }
 
 void merge_meta_notes(struct merge_guest *g, int dfd)

@@ -180,8 +180,8 @@ static int out_comms(struct merge_ctx *m, uint64_t ts)
 	int r = 0;
 
 	m->comms_done = true;
-	for (size_t i = 0; g->tasks && i < 2 * MERGE_MAX_TASKS && r >= 0; i++)
-		if (g->tasks[i].used && g->tasks[i].comm[0])
+	for (size_t i = 0; g->tasks && i < g->n_tasks && r >= 0; i++)
+		if (g->tasks[i].comm[0])
 			r = out_comm(m, &g->tasks[i], ts, 0);
 	return r;
 }
