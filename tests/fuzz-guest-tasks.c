@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Fuzz target: the merge's readers of the guest's saved_cmdlines and saved_tgids (guest bytes
- * stored as received in SESSION/guest/). Input: cmdlines text, a NUL byte, tgids text. */
+ * stored as received in SESSION/guest/) and the task table they fill (common/hash.c: pids the
+ * guest chose, colliding ones in seed colliding-pids). Input: cmdlines text, a NUL byte, tgids
+ * text. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -73,6 +75,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bool first;
 
 		(void)merge_meta_task_see(g, pid, "fuzz\x01name", 9, &first);
+	}
+	/* the tasks the input named (a hostile guest's pids, colliding ones too), and their
+	 * neighbours in the old table's terms (not in the table) */
+	for (size_t i = 0; i < g->n_tasks && i < 4096; i++) {
+		int32_t pid = g->tasks[i].pid;
+		bool first;
+
+		if (merge_meta_tgid(g, pid) < 0)
+			abort();
+		(void)merge_meta_task_see(g, pid, "renamed", 7, &first);
+		(void)merge_meta_tgid(g, (int32_t)((uint32_t)pid ^ (1u << 30)));
 	}
 	merge_meta_tasks_free(g);
 	free(g);
