@@ -331,3 +331,8 @@ void live_status(const struct daemon *d, FILE *f)
 			(int)l->pid, (double)st.st_size / 1e6, (unsigned long long)l->acks, (unsigned long long)l->pings,
 			l->flush_refused ? "; the agent cannot flush: guest events wait for stop" : "");
 }
+
+bool live_writes_output(const struct daemon *d)
+{
+	return d->live && !d->live->failed && !d->o->live_stdout;
+}
