@@ -137,7 +137,7 @@ static uint64_t stop_budget(const char *dir, const char *out, char *why, size_t 
 		floor = disk_default_floor(size);
 	if (session_ini_get(dir, "opt_max_size", v, sizeof(v)) == 0)
 		util_parse_u64(v, UINT64_MAX, &max);
-	used = u.spools + u.host + u.other;
+	used = disk_total(&u);
 	budget = disk_output_budget(max, used, avail, floor, &bound);
 	if (bound == DISK_BOUND_LIMIT)
 		snprintf(why, len, "the session holds %s of its --max-size %s: %s left for the output",

@@ -126,9 +126,18 @@ const char *port_path(const struct port *p, bool reading, char *buf, size_t size
 struct stat;
 struct disk_usage {
 	uint64_t spools; /* top-level *.spool */
+	uint64_t ftrace; /* of them, the guest's ftrace streams (cpuN.spool) */
 	uint64_t host;   /* top-level host.data */
-	uint64_t other;  /* everything else: live.data, guest/, binaries/, clock samples, logs */
+	uint64_t live;   /* top-level live.data (the live merge's output; a file or a directory) */
+	uint64_t other;  /* everything else: guest/, binaries/, clock samples, logs, snapshots */
 };
+/* Every byte of it. */
+uint64_t disk_total(const struct disk_usage *u);
+/* What it will hold once the output is written: the output taken as its inputs, host.data and
+ * guest perf records copied as they are and the guest's ftrace pages DISK_FTRACE_FACTOR times
+ * over, or as the live merge's file when that is larger already. */
+#define DISK_FTRACE_FACTOR 4 /* a 20-byte event in a ring page is an 80-byte perf sample */
+uint64_t disk_projected(const struct disk_usage *u);
 uint64_t disk_default_max(uint64_t fs_bytes);
 uint64_t disk_default_floor(uint64_t fs_bytes);
 /* A size as util_parse_size, or "none" (0: no limit). */
@@ -183,6 +192,7 @@ int session_ini_set(const char *dir, const char *key, const char *value);
 
 /* spool.c: one CPU's data port read into cpuN.spool (perf-path-cpuN into perf-cpuN.spool).
  * The daemon's spools and data ports are indexed by cpu, and COLLECTOR_MAX_CPUS + cpu for perf. */
+#define SPOOL_BUF (512u << 10) /* each spool's buffer: written in whole blocks */
 #define SPOOL_INDEX(cpu, perf) ((perf) ? COLLECTOR_MAX_CPUS + (cpu) : (cpu))
 struct spool_stats {
 	uint64_t spooled;        /* bytes in cpuN.spool */

@@ -1007,7 +1007,7 @@ static int daemon_events(struct daemon *d)
 	d->tick = event_new(d->base, -1, EV_PERSIST, daemon_tick, d);
 	if (!d->tick || event_add(d->tick, &tv) < 0)
 		return -ENOMEM;
-	return 0;
+	return daemon_disk_arm(d);
 }
 
 static int daemon_session(struct daemon *d)
@@ -1102,6 +1102,8 @@ static void daemon_free(struct daemon *d)
 			event_free(d->sigs[i]);
 	if (d->tick)
 		event_free(d->tick);
+	if (d->disk_watch)
+		event_free(d->disk_watch);
 	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
 		spool_free(d->spools[k]);
 		port_close(&d->data[k]);

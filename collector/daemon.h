@@ -63,7 +63,9 @@ struct daemon {
 	struct live *live;               /* --live-merge (daemon-live.c) */
 	/* daemon-disk.c: the session's bytes at the last tick (spools, host.data, the rest), their
 	 * growth over it, and the line saying which bound cut the session ("" while none did) */
-	uint64_t disk_total, disk_grow, disk_host, disk_other;
+	struct disk_usage disk;          /* the last tick's walk */
+	struct event *disk_watch;        /* host.data's size between ticks */
+	uint64_t disk_total, disk_grow;
 	bool disk_perf_stopped;
 	char disk_cut[PATH_MAX + 512];
 };
@@ -123,8 +125,6 @@ void live_end(struct daemon *d);
 void live_free(struct live *l);
 /* status: the follower's state and how much it has written. */
 void live_status(const struct daemon *d, FILE *f);
-/* The live merge writes SESSION/live.data, stop's output (not failed, not -o -). */
-bool live_writes_output(const struct daemon *d);
 
 /* Stops writing every spool (the ports are still read). */
 void daemon_discard_all(struct daemon *d);
@@ -135,6 +135,8 @@ void daemon_disk_stop(struct daemon *d, const char *reason);
 /* ---- daemon-disk.c: start --max-size, --min-free ---- */
 /* After each spool write: the limit, against the last walk's other files. */
 void daemon_disk_progress(struct daemon *d);
+/* The watch of host.data between ticks (freed with the daemon). */
+int daemon_disk_arm(struct daemon *d);
 /* Each tick: the session dir walked, the limit and the free-space floors checked. */
 void daemon_disk_tick(struct daemon *d);
 /* At finalize: the session's bytes once everything is written. */

@@ -70,8 +70,9 @@ static bool disk_is_spool(const char *name)
 	return l > 6 && !strcmp(name + l - 6, ".spool");
 }
 
-/* Sums the regular files under dirfd (taken: closed here), depth-bounded, symlinks not followed. */
-static int disk_walk(int dirfd, unsigned depth, bool top, struct disk_usage *u)
+/* Sums the regular files under dirfd (taken: closed here) into *into, or at the top level by
+ * name (into NULL); depth-bounded, symlinks not followed. */
+static int disk_walk(int dirfd, unsigned depth, uint64_t *into, struct disk_usage *u)
 {
 	DIR *dir = fdopendir(dirfd);
 	struct dirent *e;
@@ -89,16 +90,20 @@ static int disk_walk(int dirfd, unsigned depth, bool top, struct disk_usage *u)
 		if (S_ISDIR(st.st_mode) && depth < 8) {
 			int fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
-			if (fd >= 0)
-				disk_walk(fd, depth + 1, false, u);
+			if (fd >= 0) /* live.data is a directory when it has the guest's kallsyms */
+				disk_walk(fd, depth + 1, into ? into : !strcmp(e->d_name, "live.data") ? &u->live : &u->other, u);
 			continue;
 		}
-		if (!S_ISREG(st.st_mode) || (top && !strcmp(e->d_name, ".reserve")))
+		if (!S_ISREG(st.st_mode) || (!into && !strcmp(e->d_name, ".reserve")))
 			continue; /* .reserve: room to finalize on a full disk, given back then */
-		if (top && disk_is_spool(e->d_name))
-			u->spools += disk_file_bytes(&st);
-		else if (top && !strcmp(e->d_name, "host.data"))
+		if (into)
+			*into += disk_file_bytes(&st);
+		else if (disk_is_spool(e->d_name))
+			u->spools += disk_file_bytes(&st), u->ftrace += strncmp(e->d_name, "perf-", 5) ? disk_file_bytes(&st) : 0;
+		else if (!strcmp(e->d_name, "host.data"))
 			u->host += disk_file_bytes(&st);
+		else if (!strcmp(e->d_name, "live.data"))
+			u->live += disk_file_bytes(&st);
 		else
 			u->other += disk_file_bytes(&st);
 	}
@@ -114,10 +119,22 @@ int disk_usage(const char *dir, struct disk_usage *ret)
 
 	if (fd < 0)
 		return -errno;
-	r = disk_walk(fd, 0, true, &u);
+	r = disk_walk(fd, 0, NULL, &u);
 	if (r == 0)
 		*ret = u;
 	return r;
+}
+
+uint64_t disk_total(const struct disk_usage *u)
+{
+	return u->spools + u->host + u->live + u->other;
+}
+
+uint64_t disk_projected(const struct disk_usage *u)
+{
+	uint64_t out = u->host + (u->spools - u->ftrace) + DISK_FTRACE_FACTOR * u->ftrace;
+
+	return u->spools + u->host + u->other + MAX(u->live, out);
 }
 
 uint64_t disk_output_budget(uint64_t max_size, uint64_t used, uint64_t free_bytes, uint64_t floor,
