@@ -68,6 +68,18 @@ TEST(output_budget_takes_the_smaller_bound)
 	CHECK_INT(b, ==, DISK_BOUND_LIMIT);
 }
 
+TEST(projected_counts_the_output_ahead)
+{
+	/* 1000 of ftrace pages, 200 of guest perf, 500 of host.data, 50 else, no live merge yet:
+	 * the output is 500 + 200 + 4 * 1000 */
+	struct disk_usage u = { .spools = 1200, .ftrace = 1000, .host = 500, .other = 50 };
+
+	CHECK_INT(disk_projected(&u), ==, 1750 + 500 + 200 + DISK_FTRACE_FACTOR * 1000);
+	u.live = 100000; /* the live merge's file is larger already: it is the output */
+	CHECK_INT(disk_projected(&u), ==, 1750 + 100000);
+	CHECK_INT(disk_total(&u), ==, 1750 + 100000);
+}
+
 TEST(size_strings)
 {
 	char buf[32];
@@ -125,8 +137,11 @@ TEST(usage_walks_the_session_dir)
 	CHECK_INT(mkfifo(path, 0600), ==, 0);
 	CHECK_INT(disk_usage(tmpl, &u), ==, 0);
 	CHECK_INT(u.spools, ==, 12288);
+	CHECK_INT(u.ftrace, ==, 8192);
+	CHECK_INT(u.live, ==, 30000);
 	CHECK_INT(u.host, ==, 20000);
-	CHECK_INT(u.other, ==, 30000 + 5000 + 100);
+	CHECK_INT(u.other, ==, 5000 + 100);
+	CHECK_INT(disk_total(&u), ==, 12288 + 20000 + 30000 + 5100);
 	snprintf(path, sizeof(path), "%s/nothere", tmpl);
 	CHECK_INT(disk_usage(path, &u), ==, -ENOENT);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
