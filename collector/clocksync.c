@@ -26,11 +26,11 @@ int clocksync_open(struct clocksync *c, const char *dir)
 	memset(c, 0, sizeof(*c));
 	c->samples_fd = c->holdout_fd = c->perf_fd = -1;
 	snprintf(path, sizeof(path), "%s/clock.samples", dir);
-	c->samples_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	c->samples_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (c->samples_fd < 0)
 		return -errno;
 	snprintf(path, sizeof(path), "%s/clock.holdout", dir);
-	c->holdout_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	c->holdout_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	return c->holdout_fd < 0 ? -errno : 0;
 }
 
@@ -55,7 +55,7 @@ int clocksync_perf_open(struct clocksync *c, const char *dir)
 	char path[PATH_MAX + 32];
 
 	snprintf(path, sizeof(path), "%s/perf-clock.samples", dir);
-	c->perf_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	c->perf_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	return c->perf_fd < 0 ? -errno : 0;
 }
 

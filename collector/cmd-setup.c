@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collector.h"
@@ -18,14 +19,15 @@
 #include "util.h"
 
 #define SETUP_USAGE "--name VM --cpus N [--dir D] [--transport pipe|socket] [--format qemu|libvirt]\n" \
-	"       [--owner USER:GROUP] [--mode 0660] [--qmp SOCKET | --live DOMAIN] [--guest-perf yes|no]\n\n" \
+	"       [--owner USER:GROUP] [--mode 0600] [--qmp SOCKET | --live DOMAIN] [--guest-perf yes|no]\n\n" \
 	"Creates the per-VM dir (default " QEMU_CONFIG_DEFAULT_DIR "/VM) and, for the pipe transport,\n"  \
 	"the FIFO pairs agent-ctl-path.{in,out}, trace-path-cpuN.{in,out} and perf-path-cpuN.{in,out}\n" \
 	"(idempotent), then prints\n" \
 	"the QEMU arguments (--format qemu, default) or libvirt <channel> elements (--format libvirt).\n" \
 	"With --transport socket QEMU creates the sockets itself in the dir.\n"                         \
-	"  --owner USER:GROUP  owner of the dir and FIFOs (the user QEMU runs as, e.g. libvirt-qemu:kvm)\n" \
-	"  --mode MODE         FIFO mode, octal (default 0660)\n"                                            \
+	"  --owner USER:GROUP  owner of the FIFOs, or of sock/ for sockets: the user QEMU runs as\n"       \
+	"                      (libvirt: libvirt-qemu:libvirt-qemu); the VM dir itself stays root's\n"    \
+	"  --mode MODE         FIFO mode, octal (default 0600: QEMU's user alone)\n"                       \
 	"  --qmp SOCKET        attach live: give the running QEMU whose QMP monitor is SOCKET the\n"       \
 	"                      controllers, chardevs and ports through device_add/chardev-add\n"          \
 	"                      (what it has already is kept) instead of printing arguments\n"             \
@@ -224,11 +226,19 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 	return 0;
 }
 
-/* Creates the FIFO name (relative to dirfd) or accepts an existing FIFO; fixes mode/owner. */
+/* Creates the FIFO name (relative to dirfd) or accepts an existing FIFO; fixes mode/owner.
+ * A link planted at the name (a VM dir from before 0.x gave QEMU's user the dir) goes. */
 static int setup_fifo(int dirfd, const char *dir, const char *name, const struct setup_opts *o)
 {
 	struct stat st;
 
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+		log_warn("%s/%s was a symbolic link, not a FIFO: removed", dir, name);
+		if (unlinkat(dirfd, name, 0) < 0) {
+			log_error("cannot remove the link %s/%s: %m", dir, name);
+			return -errno;
+		}
+	}
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT || mkfifoat(dirfd, name, o->mode) < 0) {
 			log_error("cannot create FIFO %s/%s: %m", dir, name);
@@ -264,18 +274,57 @@ static int setup_fifos(int dirfd, const struct setup_opts *o)
 	return 0;
 }
 
-/* The per-VM dir: parents 0755 (QEMU must traverse them), the dir itself 0750 or owned by --owner. */
+/* What the daemon writes (sessions/, cache/) must be root's: a link or a directory another
+ * user could change (left by a setup that gave QEMU's user the VM dir) is moved aside. */
+static int setup_reclaim(int dirfd, const char *dir, const char *name)
+{
+	char aside[64];
+	struct stat st;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISDIR(st.st_mode) && st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)))
+		return 0;
+	if (S_ISLNK(st.st_mode)) {
+		log_warn("%s/%s was a symbolic link: removed (the daemon writes there as root)", dir, name);
+		return unlinkat(dirfd, name, 0) < 0 ? -errno : 0;
+	}
+	snprintf(aside, sizeof(aside), "%s.untrusted-%lld", name, (long long)time(NULL));
+	log_warn("%s/%s could be changed by uid %u: moved to %s/%s (check what it holds; the daemon writes a "
+		 "new one as root)", dir, name, (unsigned)st.st_uid, dir, aside);
+	return renameat(dirfd, name, dirfd, aside) < 0 ? -errno : 0;
+}
+
+/* For the socket transport: sock/, QEMU's user's own (it creates the sockets there). */
+static int setup_sockdir(int dirfd, const struct setup_opts *o)
+{
+	struct stat st;
+
+	if (fstatat(dirfd, QEMU_CONFIG_SOCK_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) &&
+	    unlinkat(dirfd, QEMU_CONFIG_SOCK_DIR, 0) < 0)
+		return -errno;
+	if (mkdirat(dirfd, QEMU_CONFIG_SOCK_DIR, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	if (fchmodat(dirfd, QEMU_CONFIG_SOCK_DIR, o->chown ? 0750 : 0700, 0) < 0 ||
+	    (o->chown && fchownat(dirfd, QEMU_CONFIG_SOCK_DIR, o->uid, o->gid, AT_SYMLINK_NOFOLLOW) < 0))
+		return -errno;
+	return 0;
+}
+
+/* The per-VM dir: root's, 0755 (QEMU must reach its ports), like its parents. QEMU's user
+ * gets the FIFOs or sock/, nothing else (docs/security.md). */
 static int setup_dir(const struct setup_opts *o, int *ret_fd)
 {
 	_cleanup_free_ char *parent = strdup(o->qc.dir);
 	char *slash = parent ? strrchr(parent, '/') : NULL;
-	int fd, r;
+	_cleanup_close_ int fd = -1;
+	int r;
 
 	if (!slash)
 		return -ENOMEM;
 	*slash = '\0';
 	r = slash == parent ? 0 : util_mkdir_p(parent, 0755);
-	if (r == 0 && mkdir(o->qc.dir, 0750) < 0 && errno != EEXIST)
+	if (r == 0 && mkdir(o->qc.dir, 0755) < 0 && errno != EEXIST)
 		r = -errno;
 	if (r < 0) {
 		log_error("cannot create directory %s: %s", o->qc.dir, strerror(-r));
@@ -286,12 +335,19 @@ static int setup_dir(const struct setup_opts *o, int *ret_fd)
 		log_error("%s is not a directory (or cannot be opened): %m", o->qc.dir);
 		return -errno;
 	}
-	if (o->chown && fchown(fd, o->uid, o->gid) < 0) {
-		log_error("cannot give %s to --owner: %m", o->qc.dir);
-		close(fd);
+	if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0755) < 0) {
+		log_error("cannot make %s root's, mode 0755: %m", o->qc.dir);
 		return -EPERM;
 	}
-	*ret_fd = fd;
+	if ((r = setup_reclaim(fd, o->qc.dir, "sessions")) < 0 || (r = setup_reclaim(fd, o->qc.dir, "cache")) < 0) {
+		log_error("cannot take back %s/sessions or cache for root: %s", o->qc.dir, strerror(-r));
+		return r;
+	}
+	if (o->qc.transport == QEMU_CONFIG_SOCKET && (r = setup_sockdir(fd, o)) < 0) {
+		log_error("cannot prepare %s/" QEMU_CONFIG_SOCK_DIR " for QEMU's sockets: %s", o->qc.dir, strerror(-r));
+		return r;
+	}
+	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
 
@@ -328,7 +384,7 @@ static int setup_check(const struct setup_opts *o)
 
 static int setup_run(int argc, char **argv)
 {
-	struct setup_opts o = { .qc.transport = QEMU_CONFIG_PIPE, .qc.perf = true, .format = SETUP_QEMU, .mode = 0660 };
+	struct setup_opts o = { .qc.transport = QEMU_CONFIG_PIPE, .qc.perf = true, .format = SETUP_QEMU, .mode = 0600 };
 	_cleanup_close_ int dirfd = -1;
 	int r = setup_parse(argc, argv, &o);
 

@@ -376,6 +376,33 @@ static int start_disk(struct start_opts *o)
 	return 0;
 }
 
+/* Root writes only where no other user can plant a link: the VM dir, what the daemon writes
+ * under it (sessions/, cache/) and the run dir must be root's and writable by nobody else. */
+static int start_trust(const struct start_opts *o)
+{
+	static const char *const subs[] = { "", "/sessions", "/cache" };
+	char path[PATH_MAX + 16], why[PATH_MAX + 96];
+	struct stat st;
+
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
+		snprintf(path, sizeof(path), "%s%s", o->vm_dir, subs[i]);
+		if (i && lstat(path, &st) < 0 && errno == ENOENT)
+			continue;
+		if (util_trusted_dir(path, why, sizeof(why)) < 0) {
+			log_error("VM dir %s is not safe for the root daemon to write in: %s — re-run "
+				  "'trace-collector setup --name %s --cpus N [--owner USER:GROUP]' as root: it gives "
+				  "QEMU's user only its ports (docs/security.md)", o->vm_dir, why, o->name);
+			return -EPERM;
+		}
+	}
+	if (util_trusted_dir(o->run_dir, why, sizeof(why)) < 0) {
+		log_error("run dir %s is not safe for the root daemon: %s — make it root's, mode 0700, or "
+			  "name another with --run-dir", o->run_dir, why);
+		return -EPERM;
+	}
+	return 0;
+}
+
 /* Takes RUN/VM.pid's lock; a held lock means a session is running: say which. */
 static int start_lock(const struct start_opts *o)
 {
@@ -387,8 +414,10 @@ static int start_lock(const struct start_opts *o)
 		log_error("cannot create the run dir %s: %s", o->run_dir, strerror(-r));
 		return r;
 	}
+	if (start_trust(o) < 0)
+		return -EPERM;
 	snprintf(path, sizeof(path), "%s/%s.pid", o->run_dir, o->name);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		log_error("cannot open %s: %s", path, strerror(errno));
 		return -errno;

@@ -102,7 +102,9 @@ void gbinfetch_abort(struct gbinfetch *f, const char *why);
 void gbinfetch_summary(const struct gbinfetch *f, FILE *out);
 void gbinfetch_free(struct gbinfetch *f);
 
-/* ports.c: the per-VM FIFO pairs (NAME.in / NAME.out) or sockets (NAME.sock). */
+/* ports.c: the per-VM FIFO pairs (NAME.in / NAME.out) or sockets (sock/NAME.sock). */
+#define PORT_SOCK_DIR "sock"
+#define PORT_DRAIN_MAX (16u << 20)
 enum port_kind { PORT_FIFO, PORT_SOCKET };
 struct port {
 	char name[64];
@@ -342,23 +344,33 @@ int hostperf_exit_status(const struct hostperf *h);
 int hostperf_dump(struct hostperf *h);
 int hostperf_settle(struct hostperf *h, const char *dir); /* the last dump becomes DATA */
 
-/* ctlsock.c: the daemon's control socket RUN/VM.sock (line protocol). */
+/* ctlsock.c: the daemon's control socket RUN/VM.sock (line protocol). It calls its owner
+ * through ops only (it never sees struct daemon). */
 struct ctlsock;
+struct bufferevent;
+struct ctlsock_ops {
+	void *userdata;
+	/* "status": fill the reply. */
+	void (*status)(void *userdata, char *buf, size_t size);
+	/* "stop", "snapshot": the owner answers later with ctlsock_finish_stop(client, text). */
+	void (*stop)(void *userdata, struct bufferevent *client);
+	void (*snapshot)(void *userdata, struct bufferevent *client);
+	/* A stop or snapshot client was answered (or went away) and freed. */
+	void (*replied)(void *userdata);
+};
 int ctlsock_path(const char *run_dir, const char *name, char *buf, size_t size);
-int ctlsock_listen(struct daemon *d, struct event_base *base, const char *path, struct ctlsock **ret);
+int ctlsock_listen(const struct ctlsock_ops *ops, struct event_base *base, const char *path, struct ctlsock **ret);
 void ctlsock_free(struct ctlsock *c);
 /* Client side: sends one request line, copies the reply (to "end\n") to out. */
 int ctlsock_request(const char *path, const char *request, FILE *out, char *last, size_t lastsize);
 /* Resolves --name (or the only session in run_dir) to a socket path. */
 int ctlsock_find(const char *run_dir, const char *name, char *buf, size_t size);
-/* Called by ctlsock.c into the daemon: fill a reply, or begin a stop. */
-void daemon_status(struct daemon *d, char *buf, size_t size);
-struct bufferevent;
-void daemon_stop_request(struct daemon *d, struct bufferevent *client);
-/* A snapshot asked on the control socket; answered later with ctlsock_finish_stop. */
-void daemon_snapshot_request(struct daemon *d, struct bufferevent *client);
 /* Writes the stop reply to the waiting client, which is then freed. */
 void ctlsock_finish_stop(struct bufferevent *client, const char *text);
+/* The daemon's side of the control socket (daemon.c, daemon-report.c, daemon-snapshot.c). */
+void daemon_status(struct daemon *d, char *buf, size_t size);
+void daemon_stop_request(struct daemon *d, struct bufferevent *client);
+void daemon_snapshot_request(struct daemon *d, struct bufferevent *client);
 void daemon_stop_replied(struct daemon *d);
 int spool_rearm(struct spool *s, struct event_base *base);
 

@@ -22,7 +22,7 @@
 #define CLIENTS_MAX 16
 
 struct ctlsock {
-	struct daemon *d;
+	struct ctlsock_ops ops;
 	struct event_base *base;
 	struct event *ev;
 	int fd;
@@ -75,15 +75,15 @@ static void client_read(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (!strcmp(line, "status")) {
-		daemon_status(cl->c->d, reply, sizeof(reply));
+		cl->c->ops.status(cl->c->ops.userdata, reply, sizeof(reply));
 		bufferevent_write(bev, reply, strlen(reply));
 		bufferevent_write(bev, "end\n", 4);
 	} else if (!strcmp(line, "snapshot")) {
 		cl->stopping = true; /* the daemon answers it (after a clock probe burst) */
-		daemon_snapshot_request(cl->c->d, bev);
+		cl->c->ops.snapshot(cl->c->ops.userdata, bev);
 	} else if (!strcmp(line, "stop")) {
 		cl->stopping = true;
-		daemon_stop_request(cl->c->d, bev);
+		cl->c->ops.stop(cl->c->ops.userdata, bev);
 	} else {
 		bufferevent_write(bev, "error: unknown request\nend\n", 27);
 	}
@@ -120,22 +120,21 @@ static void ctlsock_accept(evutil_socket_t lfd, short what, void *arg)
 static void client_done_write(struct bufferevent *bev, void *arg)
 {
 	struct ctl_client *cl = arg;
-
-	struct daemon *d = cl->c->d;
+	struct ctlsock_ops ops = cl->c->ops;
 
 	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
 		client_free(bev, cl);
-		daemon_stop_replied(d);
+		ops.replied(ops.userdata);
 	}
 }
 
 static void client_done_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct ctl_client *cl = arg;
-	struct daemon *d = cl->c->d;
+	struct ctlsock_ops ops = cl->c->ops;
 
 	client_free(bev, cl);
-	daemon_stop_replied(d);
+	ops.replied(ops.userdata);
 }
 
 void ctlsock_finish_stop(struct bufferevent *bev, const char *text)
@@ -149,7 +148,7 @@ void ctlsock_finish_stop(struct bufferevent *bev, const char *text)
 	bufferevent_enable(bev, EV_WRITE);
 }
 
-int ctlsock_listen(struct daemon *d, struct event_base *base, const char *path, struct ctlsock **ret)
+int ctlsock_listen(const struct ctlsock_ops *ops, struct event_base *base, const char *path, struct ctlsock **ret)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
@@ -172,7 +171,7 @@ int ctlsock_listen(struct daemon *d, struct event_base *base, const char *path, 
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	*c = (struct ctlsock){ .d = d, .base = base, .fd = TAKE_FD(fd) };
+	*c = (struct ctlsock){ .ops = *ops, .base = base, .fd = TAKE_FD(fd) };
 	snprintf(c->path, sizeof(c->path), "%s", path);
 	c->ev = event_new(base, c->fd, EV_READ | EV_PERSIST, ctlsock_accept, c);
 	if (!c->ev || event_add(c->ev, NULL) < 0) {

@@ -105,7 +105,7 @@ static int live_spawn(struct daemon *d, struct live *l)
 		return -errno;
 	}
 	if (l->pid == 0) {
-		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 		dup2(pfd[0], 0);
 		if (fd >= 0) {

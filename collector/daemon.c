@@ -1049,7 +1049,7 @@ static void daemon_log_to_session(struct daemon *d)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/collector.log", d->s.dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
 	dup2(fd, 2);
@@ -1080,6 +1080,13 @@ static int daemon_ports(struct daemon *d)
 	}
 	port_init(&d->ctl, d->o->vm_dir, "agent-ctl-path", d->kind);
 	r = port_open(&d->ctl, true);
+	if (r == -EACCES) {
+		log_error("%s is served by a process that does not run as the owner of %s/" PORT_SOCK_DIR
+			  " (QEMU's user) nor as root: not QEMU's socket; re-run 'trace-collector setup --name %s "
+			  "--transport socket --owner USER:GROUP' and restart QEMU",
+			  port_path(&d->ctl, true, path, sizeof(path)), d->o->vm_dir, d->o->name);
+		return r;
+	}
 	if (r < 0 && d->kind == PORT_SOCKET) {
 		log_warn("cannot connect to %s: %s; retrying (is QEMU running?)",
 			 port_path(&d->ctl, true, path, sizeof(path)), strerror(-r));
@@ -1121,6 +1128,12 @@ static void daemon_free(struct daemon *d)
 		event_base_free(d->base);
 	free(d);
 }
+/* The control socket's ops: its requests reach the daemon only through these. */
+static void daemon_ctl_status(void *userdata, char *buf, size_t size) { daemon_status(userdata, buf, size); }
+static void daemon_ctl_stop(void *userdata, struct bufferevent *client) { daemon_stop_request(userdata, client); }
+static void daemon_ctl_snapshot(void *userdata, struct bufferevent *client) { daemon_snapshot_request(userdata, client); }
+static void daemon_ctl_replied(void *userdata) { daemon_stop_replied(userdata); }
+
 
 static int daemon_setup(struct daemon *d)
 {
@@ -1140,7 +1153,10 @@ static int daemon_setup(struct daemon *d)
 	daemon_write_pidfile(d);
 	r = ctlsock_path(d->o->run_dir, d->o->name, sock, sizeof(sock));
 	if (r == 0)
-		r = ctlsock_listen(d, d->base, sock, &d->sock);
+		r = ctlsock_listen(&(struct ctlsock_ops){ .userdata = d, .status = daemon_ctl_status,
+							  .stop = daemon_ctl_stop, .snapshot = daemon_ctl_snapshot,
+							  .replied = daemon_ctl_replied },
+				   d->base, sock, &d->sock);
 	if (r < 0) {
 		log_error("cannot listen on %s/%s.sock: %s", d->o->run_dir, d->o->name, strerror(-r));
 		return r;

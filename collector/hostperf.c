@@ -108,7 +108,7 @@ static void hostperf_child(const char *session_dir, char **argv)
 	int fd;
 
 	snprintf(log, sizeof(log), "%s/host-perf.log", session_dir);
-	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		dup2(fd, 1);
 		dup2(fd, 2);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* setup --format libvirt --live DOMAIN: attaches the channels to a running libvirt domain
- * with virsh, one 'virsh attach-device' per channel (what the README shows by hand):
+ * with virsh, one 'virsh attach-device' per channel (what docs/guide-setup.md shows by hand):
  * --live, plus --config when the domain is persistent. libvirt hot-plugs only unix socket
  * channels and no virtio-serial controller, so the controllers must be in the domain
  * already; channels it has are kept. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The per-VM ports: FIFO pairs as QEMU's pipe chardev holds them (host reads NAME.out,
- * writes NAME.in) or unix sockets served by QEMU's socket chardev (NAME.sock). */
+ * writes NAME.in) or unix sockets served by QEMU's socket chardev (sock/NAME.sock, in the
+ * directory setup gives QEMU's user: the one place of the VM dir that user may write). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +30,7 @@ int ports_detect(const char *dir, enum port_kind *ret)
 		*ret = PORT_FIFO;
 		return 0;
 	}
-	snprintf(path, sizeof(path), "%s/agent-ctl-path.sock", dir);
+	snprintf(path, sizeof(path), "%s/" PORT_SOCK_DIR "/agent-ctl-path.sock", dir);
 	if (is_type(path, S_IFSOCK)) {
 		*ret = PORT_SOCKET;
 		return 0;
@@ -41,7 +42,7 @@ void port_init(struct port *p, const char *dir, const char *name, enum port_kind
 {
 	*p = (struct port){ .kind = kind, .rfd = -1, .wfd = -1 };
 	snprintf(p->name, sizeof(p->name), "%s", name);
-	snprintf(p->base, sizeof(p->base), "%s/%s", dir, name);
+	snprintf(p->base, sizeof(p->base), "%s/%s%s", dir, kind == PORT_SOCKET ? PORT_SOCK_DIR "/" : "", name);
 }
 
 const char *port_path(const struct port *p, bool reading, char *buf, size_t size)
@@ -53,22 +54,49 @@ const char *port_path(const struct port *p, bool reading, char *buf, size_t size
 	return buf;
 }
 
+/* O_NOFOLLOW and a check of what was opened: QEMU's user owns the FIFO, never its name. */
 static int fifo_open(const char *path)
 {
+	struct stat st;
 	int fd;
 
-	if (!is_type(path, S_IFIFO))
-		return -ENOENT;
 	/* O_RDWR: opening never blocks and we never see EOF, like QEMU's own end. */
-	fd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	fd = open(path, O_RDWR | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? -ENOENT : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+		close(fd);
+		return -ENOENT;
+	}
+	return fd;
 }
 
+/* A socket in sock/ whose server runs as the user that owns sock/ (QEMU's) or as root:
+ * a link planted there to another service's socket is refused. */
 static int sock_open(const char *path)
 {
-	int fd, r = util_unix_connect(path, SOCK_NONBLOCK, &fd);
+	char dir[PATH_MAX];
+	struct stat st, dst;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char *slash;
+	int fd, r;
 
-	return r < 0 ? r : fd;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || stat(dir, &dst) < 0)
+		return -ENOENT;
+	r = util_unix_connect(path, SOCK_NONBLOCK, &fd);
+	if (r < 0)
+		return r;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    (cred.uid != 0 && cred.uid != dst.st_uid)) {
+		close(fd);
+		return -EACCES;
+	}
+	return fd;
 }
 
 /* Opens the port; writable also opens NAME.in for FIFO pairs. */
@@ -107,7 +135,8 @@ void port_close(struct port *p)
 	p->rfd = p->wfd = -1;
 }
 
-/* Reads and drops whatever is queued (bytes of an earlier session); returns their count. */
+/* Reads and drops what is queued (bytes of an earlier session), at most PORT_DRAIN_MAX;
+ * returns their count. */
 uint64_t port_drain(struct port *p)
 {
 	char buf[65536];
@@ -116,7 +145,9 @@ uint64_t port_drain(struct port *p)
 
 	if (p->rfd < 0)
 		return 0;
-	while ((n = read(p->rfd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+	/* Bounded: a guest writing as fast as it is read must not hold the daemon here. */
+	while (total < PORT_DRAIN_MAX &&
+	       ((n = read(p->rfd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)))
 		if (n > 0)
 			total += (uint64_t)n;
 	return total;

@@ -21,7 +21,7 @@ static void session_make_reserve(const char *dir)
 	_cleanup_close_ int fd = -1;
 
 	snprintf(path, sizeof(path), "%s/.reserve", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	for (unsigned i = 0; fd >= 0 && i < RESERVE_SIZE / sizeof(zero); i++)
 		if (util_write_full(fd, zero, sizeof(zero)) < 0)
 			break;
@@ -76,7 +76,7 @@ static int ini_replace(const char *dir, const char *text, size_t len)
 
 	snprintf(tmp, sizeof(tmp), "%s/session.ini.tmp", dir);
 	snprintf(path, sizeof(path), "%s/session.ini", dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	r = util_write_full(fd, text, len);

@@ -70,7 +70,7 @@ static int spool_open_files(struct spool *s, const char *session_dir)
 	char path[PATH_MAX + 32];
 
 	snprintf(path, sizeof(path), "%s/%scpu%u.spool", session_dir, s->perf ? "perf-" : "", s->cpu);
-	s->tail_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	s->tail_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (s->tail_fd < 0)
 		return -errno;
 	s->fd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);

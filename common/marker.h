@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Begin/end marker pages framing each trace-path-cpuN and perf-path-cpuN stream (DESIGN §5). */
+/* Begin/end marker pages framing each trace-path-cpuN and perf-path-cpuN stream (docs/protocol.md §2, §3). */
 #pragma once
 
 #include <stdint.h>

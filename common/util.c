@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -220,6 +221,7 @@ int util_mkdir_p(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];
 	size_t len = strlen(path);
+	struct stat st;
 
 	if (len == 0 || len >= sizeof(buf))
 		return -ENAMETOOLONG;
@@ -229,14 +231,89 @@ int util_mkdir_p(const char *path, mode_t mode)
 			char saved = *p;
 
 			*p = '\0';
-			if (mkdir(buf, mode) < 0 && errno != EEXIST)
-				return -errno;
+			if (mkdir(buf, mode) < 0) {
+				if (errno != EEXIST || lstat(buf, &st) < 0)
+					return -errno;
+				/* An existing component: a directory, or a link only root can have made. */
+				if (S_ISLNK(st.st_mode) && st.st_uid != 0)
+					return -ELOOP;
+			}
 			*p = saved;
 			if (!saved)
 				break;
 		}
 	}
 	return 0;
+}
+
+/* One component: a directory (or root's link) no other user can change. */
+static int util_trusted_component(const char *path, const struct stat *st, char *why, size_t size)
+{
+	uid_t me = geteuid();
+
+	if (st->st_uid != 0 && st->st_uid != me) {
+		snprintf(why, size, "%s is owned by uid %u, not root", path, (unsigned)st->st_uid);
+		return -EPERM;
+	}
+	if (S_ISLNK(st->st_mode))
+		return 0;
+	if (!S_ISDIR(st->st_mode)) {
+		snprintf(why, size, "%s is not a directory", path);
+		return -ENOTDIR;
+	}
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) {
+		snprintf(why, size, "%s can be written by %s (mode %04o)", path,
+			 st->st_mode & S_IWOTH ? "every user" : "its group", (unsigned)(st->st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Checks each component of buf, an absolute path (modified while walking, restored). */
+static int util_trusted_walk(char *buf, char *why, size_t size)
+{
+	struct stat st;
+	int r;
+
+	for (char *p = buf + 1; ; p++) {
+		if (*p == '/' || *p == '\0') {
+			char saved = *p;
+
+			*p = '\0';
+			if (lstat(buf, &st) < 0) {
+				r = -errno;
+				snprintf(why, size, "cannot examine %s: %s", buf, strerror(-r));
+				return r;
+			}
+			if ((r = util_trusted_component(buf, &st, why, size)) < 0)
+				return r;
+			*p = saved;
+			if (!saved)
+				return 0;
+		}
+	}
+}
+
+int util_trusted_dir(const char *path, char *why, size_t size)
+{
+	char real[PATH_MAX], buf[PATH_MAX];
+	int r;
+
+	why[0] = '\0';
+	if (path[0] != '/' || strlen(path) >= sizeof(buf)) {
+		snprintf(why, size, "%s is not an absolute path", path);
+		return -EINVAL;
+	}
+	/* Links on the way must be root's; then every component of the real path. */
+	strcpy(buf, path);
+	if ((r = util_trusted_walk(buf, why, size)) < 0)
+		return r;
+	if (!realpath(path, real)) {
+		r = -errno;
+		snprintf(why, size, "cannot resolve %s: %s", path, strerror(-r));
+		return r;
+	}
+	return util_trusted_walk(real, why, size);
 }
 
 bool util_safe_name(const char *s, size_t len)

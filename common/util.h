@@ -50,6 +50,10 @@ int util_parse_size(const char *s, uint64_t *ret);
 int util_parse_u64(const char *s, uint64_t max, uint64_t *ret);
 /* mkdir -p with mode for the directories it creates. */
 int util_mkdir_p(const char *path, mode_t mode);
+/* 0 when path and every directory above it are root's (or ours) and no other user can write
+ * them (a sticky directory such as /tmp aside): nobody else can plant a link under it. Else
+ * -errno with why (a sentence naming the component) filled in. */
+int util_trusted_dir(const char *path, char *why, size_t size);
 /* True when s is a non-empty name made of [A-Za-z0-9_] only (safe as a file name). */
 bool util_safe_name(const char *s, size_t len);
 /* Connects a stream socket to the unix socket at path; extra_flags may hold SOCK_NONBLOCK

@@ -65,7 +65,10 @@ int qemu_config_port_path(const struct qemu_config *qc, unsigned i, char *buf, s
 
 	if (qemu_config_port_name(qc, i, name, sizeof(name)) < 0)
 		return -ENOBUFS;
-	n = snprintf(buf, len, "%s/%s%s", qc->dir, name, qc->transport == QEMU_CONFIG_SOCKET ? ".sock" : "");
+	if (qc->transport == QEMU_CONFIG_SOCKET)
+		n = snprintf(buf, len, "%s/" QEMU_CONFIG_SOCK_DIR "/%s.sock", qc->dir, name);
+	else
+		n = snprintf(buf, len, "%s/%s", qc->dir, name);
 	return n < 0 || (size_t)n >= len ? -ENOBUFS : 0;
 }
 

@@ -46,6 +46,10 @@ bool qemu_config_vm_name_ok(const char *name);
 /* True when dir is absolute, has no "..", and only [A-Za-z0-9_./+@:-] (no quoting needed
  * in a shell, in QEMU's option syntax or in XML). */
 bool qemu_config_dir_ok(const char *dir);
+
+/* Sockets live in DIR/sock/, the one directory of the VM dir QEMU's user may write. */
+#define QEMU_CONFIG_SOCK_DIR "sock"
+
 /* 0, or -EINVAL (name or dir), -ERANGE (ncpus), -ENAMETOOLONG (socket path past sun_path). */
 int qemu_config_check(const struct qemu_config *qc);
 /* Number of ports: the control port plus one per CPU (two with perf). */
@@ -54,7 +58,7 @@ unsigned qemu_config_nports(const struct qemu_config *qc);
  * perf-path-cpu(i-1-ncpus). 0 or -ENOBUFS. */
 int qemu_config_port_name(const struct qemu_config *qc, unsigned i, char *buf, size_t len);
 /* Host path of port i: DIR/NAME for pipes (QEMU opens NAME.in and NAME.out),
- * DIR/NAME.sock for sockets. 0 or -ENOBUFS. */
+ * DIR/sock/NAME.sock for sockets (sock/: the directory QEMU's user may write). 0 or -ENOBUFS. */
 int qemu_config_port_path(const struct qemu_config *qc, unsigned i, char *buf, size_t len);
 /* QEMU arguments as a NULL-terminated argv; free with qemu_config_argv_free. */
 int qemu_config_qemu_argv(const struct qemu_config *qc, char ***ret_argv);

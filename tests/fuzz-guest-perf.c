@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Fuzz target: the merge's guest perf source (collector/merge-gperf.c) on a hostile
+/* Fuzz target: the merge's guest perf source (collector/merge/gperf.c) on a hostile
  * perf-cpu0.spool: the begin marker search, the record walk and resynchronisation, record
  * validation (sizes, types, strings, call chains, ids), conversion and the perf.data written.
  * The session dir is rebuilt for each input: session.ini (1 CPU, session 1, guest perf

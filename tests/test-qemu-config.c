@@ -61,16 +61,16 @@ TEST(check_bounds)
 
 TEST(socket_path_limit)
 {
-	/* 108-byte sun_path: dir + "/trace-path-cpu255.sock" (23 bytes) must stay under it. */
+	/* 108-byte sun_path: dir + "/sock/trace-path-cpu255.sock" (28 bytes) must stay under it. */
 	char dir[128];
 	struct qemu_config qc = { .vm = "v", .dir = dir, .ncpus = 256, .transport = QEMU_CONFIG_SOCKET };
 
 	memset(dir, 'a', sizeof(dir));
 	dir[0] = '/';
-	dir[84] = '\0'; /* 84 + 23 = 107: fits */
+	dir[79] = '\0'; /* 79 + 28 = 107: fits */
 	CHECK_INT(qemu_config_check(&qc), ==, 0);
-	dir[84] = 'a';
-	dir[85] = '\0';
+	dir[79] = 'a';
+	dir[80] = '\0';
 	CHECK_INT(qemu_config_check(&qc), ==, -ENAMETOOLONG);
 	qc.transport = QEMU_CONFIG_PIPE; /* FIFOs have no such limit */
 	CHECK_INT(qemu_config_check(&qc), ==, 0);
@@ -105,7 +105,7 @@ TEST(port_names_and_paths)
 	CHECK_STR(buf, "/srv/vt/vm1/trace-path-cpu0");
 	qc.transport = QEMU_CONFIG_SOCKET;
 	CHECK_INT(qemu_config_port_path(&qc, 0, buf, sizeof(buf)), ==, 0);
-	CHECK_STR(buf, "/srv/vt/vm1/agent-ctl-path.sock");
+	CHECK_STR(buf, "/srv/vt/vm1/sock/agent-ctl-path.sock");
 }
 
 TEST(qemu_argv_pipe)
@@ -135,8 +135,8 @@ TEST(qemu_argv_socket)
 
 	qc.transport = QEMU_CONFIG_SOCKET;
 	CHECK_INT(qemu_config_qemu_argv(&qc, &argv), ==, 0);
-	CHECK_STR(argv[5], "socket,id=vt-ctl,path=/srv/vt/vm1/agent-ctl-path.sock,server=on,wait=off");
-	CHECK_STR(argv[9], "socket,id=vt-cpu0,path=/srv/vt/vm1/trace-path-cpu0.sock,server=on,wait=off");
+	CHECK_STR(argv[5], "socket,id=vt-ctl,path=/srv/vt/vm1/sock/agent-ctl-path.sock,server=on,wait=off");
+	CHECK_STR(argv[9], "socket,id=vt-cpu0,path=/srv/vt/vm1/sock/trace-path-cpu0.sock,server=on,wait=off");
 	qemu_config_argv_free(argv);
 }
 
@@ -222,7 +222,7 @@ TEST(libvirt_unix_and_controller)
 	qc.ncpus = 40;
 	CHECK_INT(qemu_config_libvirt_xml(&qc, &xml), ==, 0);
 	CHECK_INT(count(xml, "<channel type='unix'>"), ==, 41);
-	CHECK(strstr(xml, "<source mode='bind' path='/srv/vt/vm1/trace-path-cpu39.sock'/>"));
+	CHECK(strstr(xml, "<source mode='bind' path='/srv/vt/vm1/sock/trace-path-cpu39.sock'/>"));
 	CHECK_INT(count(xml, "<controller type='virtio-serial'"), ==, 6); /* 41 ports, 7 each */
 	CHECK(strstr(xml, "<controller type='virtio-serial' index='6'/>"));
 	CHECK(strstr(xml, "name='trace-path-cpu39'/>\n  <address type='virtio-serial' controller='6' bus='0' port='6'/>"));

@@ -3,7 +3,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "util.h"
@@ -111,4 +114,56 @@ TEST(xfer_step_pipe)
 	errno = EINTR;
 	CHECK_INT(util_xfer_step(-1), ==, 0);
 	close(fds[1]);
+}
+
+/* Runs as root in scripts/test; uid 65534 stands for another user. */
+TEST(trusted_dir_owner_mode_links)
+{
+	char base[] = "/tmp/vt-test-trust-XXXXXX", sub[64], link[64], why[512];
+
+	CHECK(mkdtemp(base) != NULL);
+	snprintf(sub, sizeof(sub), "%s/vm", base);
+	CHECK_INT(mkdir(sub, 0755), ==, 0);
+	CHECK_INT(util_trusted_dir(sub, why, sizeof(why)), ==, 0);
+	CHECK_INT(util_trusted_dir("vm", why, sizeof(why)), ==, -EINVAL);
+	CHECK_INT(chmod(sub, 0777), ==, 0);
+	CHECK_INT(util_trusted_dir(sub, why, sizeof(why)), ==, -EPERM);
+	CHECK(strstr(why, "can be written by every user") != NULL);
+	CHECK_INT(chmod(sub, 0775), ==, 0);
+	CHECK_INT(util_trusted_dir(sub, why, sizeof(why)), ==, -EPERM);
+	CHECK(strstr(why, "its group") != NULL);
+	CHECK_INT(chmod(sub, 01777), ==, 0); /* sticky, like /tmp */
+	CHECK_INT(util_trusted_dir(sub, why, sizeof(why)), ==, 0);
+	CHECK_INT(chmod(sub, 0755), ==, 0);
+	if (geteuid() == 0) {
+		CHECK_INT(chown(sub, 65534, 65534), ==, 0);
+		CHECK_INT(util_trusted_dir(sub, why, sizeof(why)), ==, -EPERM);
+		CHECK(strstr(why, "owned by uid 65534") != NULL);
+		CHECK_INT(chown(sub, 0, 0), ==, 0);
+		/* Another user's link on the way is refused even though its target is fine. */
+		snprintf(link, sizeof(link), "%s/link", base);
+		CHECK_INT(symlink(sub, link), ==, 0);
+		CHECK_INT(util_trusted_dir(link, why, sizeof(why)), ==, 0);
+		CHECK_INT(lchown(link, 65534, 65534), ==, 0);
+		CHECK_INT(util_trusted_dir(link, why, sizeof(why)), ==, -EPERM);
+		unlink(link);
+	}
+	rmdir(sub);
+	rmdir(base);
+}
+
+TEST(mkdir_p_refuses_other_users_link)
+{
+	char base[] = "/tmp/vt-test-mkdirp-XXXXXX", link[64], path[96];
+
+	CHECK(mkdtemp(base) != NULL);
+	snprintf(link, sizeof(link), "%s/l", base);
+	CHECK_INT(symlink("/tmp", link), ==, 0);
+	snprintf(path, sizeof(path), "%s/x", link);
+	if (geteuid() == 0) {
+		CHECK_INT(lchown(link, 65534, 65534), ==, 0);
+		CHECK_INT(util_mkdir_p(path, 0700), ==, -ELOOP);
+	}
+	unlink(link);
+	rmdir(base);
 }

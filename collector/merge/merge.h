@@ -203,7 +203,7 @@ void merge_gsym_free(struct merge_guest *g);
 size_t merge_gsym_record(const struct merge_guest *g, const struct guest_event *e, const uint8_t *data, size_t len,
 			 uint8_t *out);
 
-/* merge-meta.c: the guest's task names and tgids, kernel build-id, and the clock (with the
+/* meta.c: the guest's task names and tgids, kernel build-id, and the clock (with the
  * recovery fit from clock.samples and the session window). Missing parts are noted, not fatal. */
 void merge_meta_tasks(struct merge_guest *g, int dfd);
 /* Records a task name (first name seen wins; bounded; cleaned to printable). */
@@ -318,7 +318,7 @@ int merge_host_finish(struct merge_host *h);
 void merge_host_take(struct merge_host *h);
 void merge_host_free(struct merge_host *h);
 
-/* merge-gperf.c: the guest perf streams (perf-cpuN.spool), one record at a time per vCPU. */
+/* gperf.c: the guest perf streams (perf-cpuN.spool), one record at a time per vCPU. */
 /* Offsets of the fields the conversion rewrites in a record; 0 = none. */
 struct gperf_layout {
 	uint16_t id, time, cpu;   /* the sample's, or the sample_id trailer's */

@@ -50,11 +50,11 @@ int merge_out_snapshot(struct merge_ctx *m, const char *path);
 void merge_out_free(struct merge_ctx *m);
 /* merge.c: writes one record, FINISHED_ROUND markers between timed ones (ts 0: untimed). */
 int merge_emit(struct merge_ctx *m, const void *rec, uint64_t ts);
-/* merge-gperf.c: writes c's head record, converted; the guest perf attrs (ids set by the caller). */
+/* gperf.c: writes c's head record, converted; the guest perf attrs (ids set by the caller). */
 int merge_gperf_emit(struct merge_ctx *m, struct gperf_cpu *c);
 void merge_gperf_attrs(struct merge_ctx *m, struct perf_attr_ids *out);
 int merge_gperf_kernel_mmap(struct merge_ctx *m);
-/* merge-dir.c: keeps an existing OUT as OUT.old, decides the output's form (a perf.data
+/* dir.c: keeps an existing OUT as OUT.old, decides the output's form (a perf.data
  * directory when guest kernel symbols go with it) and gives the path of the perf.data to write
  * into data; finish adds OUT/kcore_dir__<qemu pid>/kallsyms. 0 or -errno (said). */
 int merge_dir_prepare(struct merge_ctx *m, const char *out, char *data, size_t len);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* vCPU → host CPU for guest samples (DESIGN §6, docs/perf-data-spec.md §5.3): QEMU names its
+/* vCPU → host CPU for guest samples (docs/design.md §7, docs/perf-data.md "Records" 4): QEMU names its
  * vCPU threads "CPU n/KVM" ("CPU n/TCG" under TCG; -name debug-threads=on); perf record -a synthesizes COMM records for
  * them (id 0, time 0), and host sched:sched_switch samples say where each ran. A pre-pass over
  * the host recording learns the thread ids (the guest ID_INDEX, written first, needs them) and

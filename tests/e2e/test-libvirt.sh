@@ -4,7 +4,7 @@
 #   boot  a transient TCG domain (virsh create) carrying setup's <controller> and pipe
 #         <channel>s when it boots; a full session judged with perf (tests/e2e/lib.sh).
 #   live  a persistent domain that boots with only setup's controller; the socket channels are
-#         attached live with the README's own commands, the running agent picks them up, and
+#         attached live with docs/guide-setup.md's own commands, the running agent picks them up, and
 #         a session is complete.
 # The guest is the e2e kernel + initramfs (direct kernel boot, boot's command line) with
 # guest-cmd.sh; its serial console is a pipe chardev: console.out is read into the log,
@@ -147,14 +147,14 @@ if [ "$mode" = boot ]; then
 else
 	check "guest: no virtio-trace port at boot" e2e_wait '^vt-e2e: ports: *$' 1
 	check "agent started without ports, waits for them" e2e_wait 'no control port agent-ctl-path .* waiting for it to appear' 30
-	# README "Real-world setup", libvirt, live: the same commands, vm1 being this domain.
+	# docs/guide-setup.md, libvirt, live: the same commands, vm1 being this domain.
 	(
 		cd "$T" || exit 1
 		export PATH=$(dirname "$TRACE_COLLECTOR"):$PATH LIBVIRT_DEFAULT_URI=$URI
 		set -e
 		trace-collector setup --name "$VM_NAME" --cpus 2 --dir "$VM" --transport socket --format libvirt --owner libvirt-qemu:libvirt-qemu --live "$VM_NAME"
 	) >"$T/attach.log" 2>&1
-	check "README's live attach: 5 channels attached (control, 2 trace, 2 perf) ($(tr '\n' ' ' <"$T/attach.log"))" \
+	check "guide-setup.md's live attach: 5 channels attached (control, 2 trace, 2 perf) ($(tr '\n' ' ' <"$T/attach.log"))" \
 		grep -q "^libvirt domain $VM_NAME: 5 channels attached, 0 already there (also in its persistent configuration)" "$T/attach.log"
 	again=$(LIBVIRT_DEFAULT_URI=$URI "$TRACE_COLLECTOR" setup --name "$VM_NAME" --cpus 2 --dir "$VM" --transport socket \
 		--format libvirt --owner libvirt-qemu:libvirt-qemu --live "$VM_NAME" 2>&1)
@@ -164,7 +164,7 @@ else
 	check_out "the persistent config has them too (--config)" '^5$' \
 		bash -c 'virsh -c "$1" dumpxml --inactive "$2" | grep -c "<channel type=.unix.>"' _ "$URI" "$VM_NAME"
 	for s in agent-ctl-path trace-path-cpu0 trace-path-cpu1 perf-path-cpu0 perf-path-cpu1; do
-		check "QEMU created $s.sock" test -S "$VM/$s.sock"
+		check "QEMU created $s.sock" test -S "$VM/sock/$s.sock"
 	done
 fi
 

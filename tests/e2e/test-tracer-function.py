@@ -5,7 +5,7 @@
 trace-collector start --tracer function --ftrace-filter 'vfs_read vfs_write' on the real test
 guest (host perf record of sched:sched_switch, clock ptp); the guest reads and writes files;
 stop merges. Then in the merged perf.data, `perf script` must print guest_ftrace:function
-lines (the guest's ftrace-system formats under the guest_ system, spec §4.2 step 5), every
+lines (the guest's ftrace-system formats under the guest_ system, docs/perf-data.md "Tracepoint ids"), every
 traced ip must be vfs_read or vfs_write by the guest's own kallsyms (session guest/kallsyms),
 and the guest's current_tracer must be nop again after the session (checked by the agent's
 log line at stop and by a second, plain session whose file has no function lines).

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 
@@ -54,7 +55,9 @@ static int listen_at(const char *dir, const char *name)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", dir, name);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", dir);
+	mkdir(sa.sun_path, 0750); /* as setup --transport socket makes it */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock/%s.sock", dir, name);
 	unlink(sa.sun_path);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
 		log_error("cannot listen on %s: %s", sa.sun_path, strerror(errno));

@@ -23,8 +23,8 @@ mode_of() { stat -c %a "$1"; }
 "$T" setup --name vm1 --cpus 2 --dir "$d" >"$tmp/args1"
 check "setup exits 0" test $? -eq 0
 check "FIFO pairs for ctl + 2 CPUs (trace and perf)" fifos_ok "$d" 2
-check "FIFO mode 0660" test "$(mode_of "$d/trace-path-cpu1.out")" = 660
-check "dir mode 0750" test "$(mode_of "$d")" = 750
+check "FIFO mode 0600" test "$(mode_of "$d/trace-path-cpu1.out")" = 600
+check "dir root's, mode 0755" test "$(stat -c %U:%a "$d")" = root:755
 "$T" setup --name vm1 --cpus 2 --dir "$d" >"$tmp/args2"
 check "second run succeeds (idempotent)" test $? -eq 0
 check "second run prints the same arguments" cmp -s "$tmp/args1" "$tmp/args2"
@@ -34,6 +34,7 @@ check "--mode applies to existing FIFOs" test "$(mode_of "$d/agent-ctl-path.in")
 "$T" setup --name vm1 --cpus 2 --dir "$d" --owner nobody:nogroup >/dev/null
 check "--owner exits 0" test $? -eq 0
 check "FIFO owned by nobody" test "$(stat -c %U:%G "$d/trace-path-cpu0.in")" = nobody:nogroup
+check "--owner: the VM dir stays root's" test "$(stat -c %U:%a "$d")" = root:755
 check_out "qemu args name the debug threads" '^-name vm1,debug-threads=on \\$' cat "$tmp/args1"
 check_out "qemu args use the pipe chardev" "^-chardev pipe,id=vt-cpu1,path=$d/trace-path-cpu1 \\\\$" cat "$tmp/args1"
 check_out "qemu args carry the guest perf ports" "name=perf-path-cpu1" cat "$tmp/args1"
@@ -50,11 +51,13 @@ check_out "bad VM name refused" "--name '../x': must be" "$T" setup --name ../x 
 check_out "257 CPUs refused" "--cpus '257': must be" "$T" setup --name vm1 --cpus 257 --dir "$d"
 check_out "unknown transport refused" "--transport 'tcp': must be" "$T" setup --name vm1 --cpus 1 --transport tcp
 
-# Socket transport: only the dir; QEMU creates the sockets.
+# Socket transport: the dir and sock/ (QEMU's user's, where QEMU creates the sockets).
 s=$tmp/vms/vm2
-"$T" setup --name vm2 --cpus 2 --dir "$s" --transport socket >"$tmp/sargs"
-check "socket setup makes the dir only" test -d "$s" -a -z "$(ls -A "$s")"
-check_out "socket chardev args" "^-chardev socket,id=vt-ctl,path=$s/agent-ctl-path.sock,server=on,wait=off" cat "$tmp/sargs"
+"$T" setup --name vm2 --cpus 2 --dir "$s" --transport socket --owner nobody:nogroup >"$tmp/sargs"
+check "socket setup makes the dir and sock/ only" test -d "$s/sock" -a "$(ls -A "$s")" = sock
+check "sock/ is QEMU's user's, 0750" test "$(stat -c %U:%a "$s/sock")" = nobody:750
+check "socket VM dir stays root's" test "$(stat -c %U:%a "$s")" = root:755
+check_out "socket chardev args" "^-chardev socket,id=vt-ctl,path=$s/sock/agent-ctl-path.sock,server=on,wait=off" cat "$tmp/sargs"
 
 # libvirt XML, both transports, and >30 ports: validated against libvirt's schema.
 validate() { # ARGS... (setup arguments)
