@@ -409,6 +409,8 @@ static void daemon_on_started(struct daemon *d, const struct vt_msg *m)
 	daemon_notify(d, "ok\n");
 	if (d->o->foreground) /* -o -: stdout is the live perf.data stream */
 		fprintf(d->o->live_stdout ? stderr : stdout, "%s\n", d->s.dir), fflush(stdout);
+	if (d->disk_reason[0])
+		daemon_stop_begin(d, d->disk_reason);
 }
 
 static void daemon_on_stopped(struct daemon *d, const struct vt_msg *m)
@@ -603,6 +605,10 @@ void daemon_disk_stop(struct daemon *d, const char *reason)
 	}
 	if (d->ph == PH_BINARIES)
 		return daemon_binaries_end(d, "refused:disk-limit");
+	if (d->ph == PH_START) { /* the streams began before START's OK: the session stops once it came */
+		snprintf(d->disk_reason, sizeof(d->disk_reason), "%s", reason);
+		return;
+	}
 	daemon_stop_begin(d, reason);
 }
 

@@ -68,6 +68,7 @@ struct daemon {
 	uint64_t disk_total, disk_grow;
 	bool disk_perf_stopped;
 	char disk_cut[PATH_MAX + 512];
+	char disk_reason[128];           /* a cut while START's OK was due: applied when it comes */
 };
 
 #define PROBES_PER_BURST 32 /* at start, stop and snapshot: the min-RTT filter needs a few fast ones */
