@@ -183,7 +183,8 @@ void live_tick(struct daemon *d, uint64_t now)
 	if (!l || l->failed || d->ph != PH_TRACING)
 		return;
 	if (!l->started) {
-		if (!live_spools_begun(d))
+		/* after a disk cut host perf is stopped: its finished host.data is for a merge at stop */
+		if (!live_spools_begun(d) || d->disk_cut[0] || (d->perf && !hostperf_recording(d->perf)))
 			return;
 		/* The scan saw each begin marker in the spool's buffer; a quiet CPU's may sit there
 		 * until its next bytes come, and a follower that opened the spool without it would
