@@ -52,9 +52,10 @@ const struct cmd_entry cmd_merge = {
 };
 
 /* stop's entry point (collector.h): the merge prints its summary on stdout. */
-int merge_session(const char *session_dir, const char *out, bool compress, FILE *summary)
+int merge_session(const char *session_dir, const char *out, bool compress, uint64_t max_bytes, FILE *summary)
 {
-	struct merge_options o = { .session_dir = session_dir, .output = out, .zstd_level = compress ? 3 : 0 };
+	struct merge_options o = { .session_dir = session_dir, .output = out, .zstd_level = compress ? 3 : 0,
+				   .max_bytes = max_bytes };
 
 	fflush(summary);
 	return merge_run(&o);

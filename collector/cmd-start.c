@@ -21,7 +21,8 @@
 	"       [--trace-clock auto|mono|x86-tsc]\n"                                                   \
 	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
 	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
-	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--flight-recorder SIZE | --no-live-merge]\n" \
+	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--min-free SIZE]\n"                       \
+	"       [--flight-recorder SIZE | --no-live-merge]\n"                                          \
 	"       [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
 	"       [--flush-interval SEC] [--agent-events] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]\n"  \
@@ -34,7 +35,13 @@
 	"  -e EVENTS        guest events, e.g. 'sched:*,irq' (default sched,irq,timer)\n"            \
 	"  --tracer NAME    also run this guest ftrace tracer, e.g. function (default nop: events only)\n" \
 	"  --ftrace-filter GLOBS  functions the tracer traces, e.g. 'vfs_* schedule' (default all)\n" \
-	"  --max-size SIZE  stop when the spools reach SIZE (e.g. 2G)\n"                              \
+	"  --max-size SIZE  stop when the session's files reach SIZE (e.g. 2G): spools, host.data, the\n" \
+	"                   live merge's file, guest metadata and binaries, clock samples, logs; without\n" \
+	"                   the live merge the output stop merges counts too. Default: a quarter of the\n" \
+	"                   session dir's file system, at most 16G; 0 or none: no limit\n"            \
+	"  --min-free SIZE  stop when free space on the session dir's file system (or -o's) falls\n"  \
+	"                   below SIZE; start refuses below it. Default: 5% of that file system, at\n" \
+	"                   most 1G; 0: no floor\n"                                                    \
 	"  --flight-recorder SIZE  keep only the newest SIZE (at least 4M) of each guest CPU's\n"  \
 	"                   stream on disk, the oldest whole pages dropped and counted; host perf\n" \
 	"                   records into its overwritable ring (perf's overwrite mode), written at stop\n" \
@@ -151,7 +158,8 @@ static const char *start_accepted(int c)
 		{ 'C', "auto, mono or x86-tsc" },
 		{ 'D', "an existing perf.data file" },
 		{ 'o', "a file path (its directory must exist at stop)" },
-		{ 'm', "a size: a number with an optional K, M, G or T suffix, e.g. 2G" },
+		{ 'm', "a size: a number with an optional K, M, G or T suffix, e.g. 2G; 0 or none: no limit" },
+		{ 'U', "a size: a number with an optional K, M, G or T suffix, e.g. 1G; 0: no floor" },
 		{ 'W', "a size of at least 4M: a number with an optional K, M, G or T suffix, e.g. 256M" },
 		{ 'b', "KiB per CPU, 1..4194304" },
 		{ 'q', "a process id, 1..4194304" },
@@ -209,7 +217,8 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 			return o->live_stdout = o->live_merge = o->live_explicit = o->foreground = true, 0;
 		return start_abs(optarg, o->out, false);
 	case 'f': o->foreground = true; return 0;
-	case 'm': return util_parse_size(optarg, &o->max_size);
+	case 'm': o->max_size_given = true; return disk_parse_size(optarg, &o->max_size);
+	case 'U': o->min_free_given = true; return util_parse_size(optarg, &o->min_free);
 	case 'W': return util_parse_size(optarg, &o->flight_recorder) < 0 || o->flight_recorder < (4u << 20) ? -EINVAL : 0;
 	case 'L': o->live_merge = o->live_explicit = true; return 0;
 	case 'M': o->no_live_merge = true; return 0;
@@ -234,13 +243,15 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	return -EINVAL;
 }
 
+static int start_disk(struct start_opts *o);
+
 static int start_parse(int argc, char **argv, struct start_opts *o)
 {
 	static const struct option lopts[] = {
 		{ "name", 1, 0, 'n' }, { "dir", 1, 0, 'd' }, { "run-dir", 1, 0, 'R' }, { "events", 1, 0, 'e' },
 		{ "buffer-kb", 1, 0, 'b' }, { "clock", 1, 0, 'c' }, { "trace-clock", 1, 0, 'C' }, { "host-events", 1, 0, 'H' },
 		{ "host-perf-args", 1, 0, 'P' }, { "no-host", 0, 0, 'N' }, { "host-data", 1, 0, 'D' },
-		{ "qemu-pid", 1, 0, 'q' }, { "output", 1, 0, 'o' }, { "max-size", 1, 0, 'm' },
+		{ "qemu-pid", 1, 0, 'q' }, { "output", 1, 0, 'o' }, { "max-size", 1, 0, 'm' }, { "min-free", 1, 0, 'U' },
 		{ "foreground", 0, 0, 'f' }, { "timeout", 1, 0, 't' }, { "heartbeat", 1, 0, 'B' },
 		{ "probe-interval", 1, 0, 'B' }, { "holdout-probes", 0, 0, 'Z' }, { "kvm-debugfs", 1, 0, 'K' },
 		{ "tracer", 1, 0, 'T' }, { "ftrace-filter", 1, 0, 'F' }, { "allow-partial", 0, 0, 'A' },
@@ -333,7 +344,36 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		log_error("no VM dir %s — run 'trace-collector setup --name %s --cpus N' first", dir, o->name);
 		return -ENOENT;
 	}
+	if ((r = start_disk(o)) < 0)
+		return r;
 	return start_abs(run, o->run_dir, false);
+}
+
+/* --max-size and --min-free from the session dir's file system when not given; a file system
+ * already below its floor is refused. */
+static int start_disk(struct start_opts *o)
+{
+	char path[PATH_MAX + 16], a[32], b[32];
+	uint64_t size, avail;
+	int r;
+
+	snprintf(path, sizeof(path), "%s/sessions", o->vm_dir);
+	r = disk_fs(access(path, F_OK) == 0 ? path : o->vm_dir, &size, &avail);
+	if (r < 0) {
+		log_error("cannot read the file system of %s: %s", o->vm_dir, strerror(-r));
+		return r;
+	}
+	if (!o->max_size_given)
+		o->max_size = disk_default_max(size);
+	if (!o->min_free_given)
+		o->min_free = disk_default_floor(size);
+	if (avail < o->min_free) {
+		log_error("only %s free on the file system of %s, below --min-free %s%s: free space there, or "
+			  "pass a smaller --min-free", disk_size_str(avail, a, sizeof(a)), o->vm_dir,
+			  disk_size_str(o->min_free, b, sizeof(b)), o->min_free_given ? "" : " (the default: 5% of it, at most 1 GiB)");
+		return -ENOSPC;
+	}
+	return 0;
 }
 
 /* Root writes only where no other user can plant a link: the VM dir, what the daemon writes

@@ -117,14 +117,57 @@ static int stop_take_live(const char *dir, const char *out, bool compress)
 	return strcmp(state, "done") ? 3 : 0;
 }
 
+/* The bytes the output may take (0: no bound): start's --max-size less what the session holds,
+ * and the free space of OUT's file system less its --min-free (session.ini opt_*); why says
+ * which bound it is. A session from before the disk budget has none. */
+static uint64_t stop_budget(const char *dir, const char *out, char *why, size_t len)
+{
+	char v[160], a[32], b[32], c[32];
+	uint64_t max = 0, floor = 0, size, avail, used;
+	struct disk_usage u;
+	enum disk_bound bound;
+	uint64_t budget;
+
+	if (session_ini_get(dir, "opt_min_free_from", v, sizeof(v)) < 0 || disk_fs_of_file(out, &size, &avail) < 0 ||
+	    disk_usage(dir, &u) < 0)
+		return 0;
+	if (!strcmp(v, "option") && session_ini_get(dir, "opt_min_free", v, sizeof(v)) == 0)
+		util_parse_u64(v, UINT64_MAX, &floor);
+	else if (strcmp(v, "option"))
+		floor = disk_default_floor(size);
+	if (session_ini_get(dir, "opt_max_size", v, sizeof(v)) == 0)
+		util_parse_u64(v, UINT64_MAX, &max);
+	used = disk_total(&u);
+	budget = disk_output_budget(max, used, avail, floor, &bound);
+	if (bound == DISK_BOUND_LIMIT)
+		snprintf(why, len, "the session holds %s of its --max-size %s: %s left for the output",
+			 disk_size_str(used, a, sizeof(a)), disk_size_str(max, b, sizeof(b)), disk_size_str(budget, c, sizeof(c)));
+	else
+		snprintf(why, len, "%s free on the file system of %s, whose --min-free is %s: %s left for the output",
+			 disk_size_str(avail, a, sizeof(a)), out, disk_size_str(floor, b, sizeof(b)),
+			 disk_size_str(budget, c, sizeof(c)));
+	if (bound == DISK_BOUND_NONE || !budget)
+		return bound == DISK_BOUND_NONE ? 0 : 1; /* 1 byte: nothing fits */
+	return budget;
+}
+
 static int stop_merge(const char *dir, const char *out, bool compress)
 {
+	char why[PATH_MAX + 256] = "";
 	struct stat st;
 	int r = stop_take_live(dir, out, compress);
+	uint64_t budget = 0;
 
-	if (r < 0)
-		r = merge_session(dir, out, compress, stdout);
-
+	if (r < 0) {
+		budget = stop_budget(dir, out, why, sizeof(why));
+		r = budget == 1 ? -EFBIG : merge_session(dir, out, compress, budget, stdout);
+	}
+	if (r == -EFBIG) {
+		log_error("output not written: it does not fit (%s). Nothing collected is lost: the session is kept at "
+			  "%s; merge it where there is room with 'trace-collector merge %s -o OUT' (merge applies no "
+			  "limit)", why, dir, dir);
+		return 1;
+	}
 	if (r < 0) {
 		log_error("merge failed: %s; session kept at %s; retry with 'trace-collector merge %s -o %s'",
 			  strerror(-r), dir, dir, out);

@@ -37,6 +37,9 @@ struct live {
 	uint64_t next_ns;
 	uint32_t flush_frame; /* the last FLUSH sent: its OK is swallowed */
 	bool flush_refused, started, failed;
+	/* live_end ran: a second finalize (stop after the session stopped itself) writes its verdict
+	 * again (session.ini was rewritten whole meanwhile) */
+	const char *ended;
 	char control[2 * PATH_MAX + 96];
 	char snap_path[PATH_MAX + 32]; /* a snapshot asked of the follower, or "" */
 	uint64_t snap_deadline_ns;
@@ -180,7 +183,8 @@ void live_tick(struct daemon *d, uint64_t now)
 	if (!l || l->failed || d->ph != PH_TRACING)
 		return;
 	if (!l->started) {
-		if (!live_spools_begun(d))
+		/* after a disk cut host perf is stopped: its finished host.data is for a merge at stop */
+		if (!live_spools_begun(d) || d->disk_cut[0] || (d->perf && !hostperf_recording(d->perf)))
 			return;
 		/* The scan saw each begin marker in the spool's buffer; a quiet CPU's may sit there
 		 * until its next bytes come, and a follower that opened the spool without it would
@@ -279,9 +283,13 @@ void live_end(struct daemon *d)
 	int status = 0;
 	pid_t w = 0;
 
+	if (l && l->ended) {
+		session_ini_set(d->s.dir, "live_merge", l->ended);
+		return;
+	}
 	if (!l || !l->started || l->failed || l->pid <= 0) {
 		if (l)
-			session_ini_set(d->s.dir, "live_merge", "none");
+			session_ini_set(d->s.dir, "live_merge", l->ended = "none");
 		return;
 	}
 	live_say(l, "end\n");
@@ -299,12 +307,12 @@ void live_end(struct daemon *d)
 	/* exit 3: written, the clock unaligned (merge's own code): stop says so as it would */
 	if (w > 0 && WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3)) {
 		/* -o -: the stream went to stdout; stop writes its file offline */
-		session_ini_set(d->s.dir, "live_merge", d->o->live_stdout ? "piped" :
+		session_ini_set(d->s.dir, "live_merge", l->ended = d->o->live_stdout ? "piped" :
 				WEXITSTATUS(status) ? "done-unaligned" : "done");
 		log_info("live merge: done %.2f s after the end (see %s/live-merge.log)",
 			 (double)(util_now_ns(CLOCK_MONOTONIC) - t0) / 1e9, d->s.dir);
 	} else {
-		session_ini_set(d->s.dir, "live_merge", "failed");
+		session_ini_set(d->s.dir, "live_merge", l->ended = "failed");
 		log_warn("live merge: the follower failed (status %d, see %s/live-merge.log); stop merges offline",
 			 w > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1, d->s.dir);
 	}

@@ -155,6 +155,7 @@ void daemon_report_summary(const struct daemon *d, FILE *f)
 		fprintf(f, "host perf: %s\n", hostperf_state(d->perf, buf, sizeof(buf)));
 	else
 		fprintf(f, "host perf: %s\n", d->o->host_data[0] ? d->o->host_data : "none (--no-host)");
+	daemon_disk_summary(d, f);
 }
 
 void daemon_status(struct daemon *d, char *buf, size_t size)
@@ -218,6 +219,7 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 		live_status(d, f);
 	fprintf(f, "spool: %.1f MB on disk\nhost perf: %s\n", (double)total / 1e6,
 		d->perf ? hostperf_state(d->perf, perf, sizeof(perf)) : d->o->host_data[0] ? d->o->host_data : "none");
+	daemon_disk_summary(d, f);
 	fflush(f);
 	len = (size_t)ftell(f);
 	fclose(f);

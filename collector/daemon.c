@@ -409,6 +409,8 @@ static void daemon_on_started(struct daemon *d, const struct vt_msg *m)
 	daemon_notify(d, "ok\n");
 	if (d->o->foreground) /* -o -: stdout is the live perf.data stream */
 		fprintf(d->o->live_stdout ? stderr : stdout, "%s\n", d->s.dir), fflush(stdout);
+	if (d->disk_reason[0])
+		daemon_stop_begin(d, d->disk_reason);
 }
 
 static void daemon_on_stopped(struct daemon *d, const struct vt_msg *m)
@@ -562,21 +564,7 @@ void daemon_agent_gone(struct daemon *d, int err)
 
 /* ---- spools ---- */
 
-static uint64_t daemon_spool_total(const struct daemon *d)
-{
-	struct spool_stats st;
-	uint64_t total = 0;
-
-	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
-		if (!d->spools[k])
-			continue;
-		spool_stats(d->spools[k], &st);
-		total += st.spooled - st.fr_dropped; /* on disk */
-	}
-	return total;
-}
-
-static void daemon_discard_all(struct daemon *d)
+void daemon_discard_all(struct daemon *d)
 {
 	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++)
 		if (d->spools[k])
@@ -605,13 +593,22 @@ void daemon_spool_error(struct daemon *d, unsigned k, int err)
 
 void daemon_spool_progress(struct daemon *d, unsigned k)
 {
-	char reason[128];
+	daemon_disk_progress(d);
+}
 
-	if (!d->o->max_size || d->stop_begun || daemon_spool_total(d) < d->o->max_size)
-		return;
-	snprintf(reason, sizeof(reason), "--max-size %llu bytes reached", (unsigned long long)d->o->max_size);
-	log_warn("%s: stopping", reason);
+void daemon_disk_stop(struct daemon *d, const char *reason)
+{
 	daemon_discard_all(d);
+	if (d->perf && !d->disk_perf_stopped) {
+		d->disk_perf_stopped = true;
+		hostperf_stop(d->perf); /* reaped where the stop waits for it */
+	}
+	if (d->ph == PH_BINARIES)
+		return daemon_binaries_end(d, "refused:disk-limit");
+	if (d->ph == PH_START) { /* the streams began before START's OK: the session stops once it came */
+		snprintf(d->disk_reason, sizeof(d->disk_reason), "%s", reason);
+		return;
+	}
 	daemon_stop_begin(d, reason);
 }
 
@@ -753,6 +750,7 @@ static void daemon_finalize(struct daemon *d)
 	daemon_clock_finish(d);
 	session_set_state(&d->s, "stopped");
 	live_end(d); /* the live merge drains and writes its header */
+	daemon_disk_final(d);
 	f = open_memstream(&text, &len);
 	if (f) {
 		daemon_report_summary(d, f);
@@ -969,6 +967,7 @@ static void daemon_tick(evutil_socket_t fd, short what, void *arg)
 
 	daemon_tick_phase(d, now);
 	daemon_tick_deadline(d, now);
+	daemon_disk_tick(d);
 	if (now >= d->next_rate_ns) {
 		for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++)
 			if (d->spools[k])
@@ -1014,7 +1013,7 @@ static int daemon_events(struct daemon *d)
 	d->tick = event_new(d->base, -1, EV_PERSIST, daemon_tick, d);
 	if (!d->tick || event_add(d->tick, &tv) < 0)
 		return -ENOMEM;
-	return 0;
+	return daemon_disk_arm(d);
 }
 
 static int daemon_session(struct daemon *d)
@@ -1116,6 +1115,8 @@ static void daemon_free(struct daemon *d)
 			event_free(d->sigs[i]);
 	if (d->tick)
 		event_free(d->tick);
+	if (d->disk_watch)
+		event_free(d->disk_watch);
 	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
 		spool_free(d->spools[k]);
 		port_close(&d->data[k]);

@@ -61,6 +61,14 @@ struct daemon {
 	bool snap_live;                  /* the live merge is writing it (live_snapshot_poll) */
 	bool snap_spools;                /* merge the spools (the live merge could not) */
 	struct live *live;               /* --live-merge (daemon-live.c) */
+	/* daemon-disk.c: the session's bytes at the last tick (spools, host.data, the rest), their
+	 * growth over it, and the line saying which bound cut the session ("" while none did) */
+	struct disk_usage disk;          /* the last tick's walk */
+	struct event *disk_watch;        /* host.data's size between ticks */
+	uint64_t disk_total, disk_grow;
+	bool disk_perf_stopped;
+	char disk_cut[PATH_MAX + 512];
+	char disk_reason[128];           /* a cut while START's OK was due: applied when it comes */
 };
 
 #define PROBES_PER_BURST 32 /* at start, stop and snapshot: the min-RTT filter needs a few fast ones */
@@ -118,6 +126,24 @@ void live_end(struct daemon *d);
 void live_free(struct live *l);
 /* status: the follower's state and how much it has written. */
 void live_status(const struct daemon *d, FILE *f);
+
+/* Stops writing every spool (the ports are still read). */
+void daemon_discard_all(struct daemon *d);
+/* A disk bound reached: host perf stopped now, the spools discard, the session stops (a guest
+ * binary fetch is abandoned; before tracing, start fails). */
+void daemon_disk_stop(struct daemon *d, const char *reason);
+
+/* ---- daemon-disk.c: start --max-size, --min-free ---- */
+/* After each spool write: the limit, against the last walk's other files. */
+void daemon_disk_progress(struct daemon *d);
+/* The watch of host.data between ticks (freed with the daemon). */
+int daemon_disk_arm(struct daemon *d);
+/* Each tick: the session dir walked, the limit and the free-space floors checked. */
+void daemon_disk_tick(struct daemon *d);
+/* At finalize: the session's bytes once everything is written. */
+void daemon_disk_final(struct daemon *d);
+/* The summary's "disk:" line, and the line of the bound that cut the session. */
+void daemon_disk_summary(const struct daemon *d, FILE *f);
 
 /* ---- daemon-report.c ---- */
 /* SESSION/agent-stats.ini from the STOPPED frame's per-CPU stats. */

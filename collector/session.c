@@ -121,7 +121,10 @@ static void session_write_opts(FILE *f, const struct start_opts *o)
 	ini_u64(f, "opt_probe_interval_ms", o->probe_interval_ms);
 	ini_u64(f, "opt_holdout_probes", o->holdout);
 	ini_u64(f, "opt_allow_partial", o->allow_partial);
-	ini_u64(f, "opt_max_size", o->max_size);
+	ini_u64(f, "opt_max_size", o->max_size); /* bytes; 0: no limit */
+	ini_str(f, "opt_max_size_from", o->max_size_given ? "option" : "default (a quarter of the file system, at most 16 GiB)");
+	ini_u64(f, "opt_min_free", o->min_free);
+	ini_str(f, "opt_min_free_from", o->min_free_given ? "option" : "default (5% of the file system, at most 1 GiB)");
 	ini_u64(f, "opt_flight_recorder", o->flight_recorder);
 	ini_u64(f, "opt_live_merge", o->live_merge);
 	ini_u64(f, "opt_timeout_s", o->timeout_s);

@@ -24,7 +24,7 @@
 #include "log.h"
 #include "util.h"
 
-#define SPOOL_BUF (512u << 10) /* per CPU; a multiple of any O_DIRECT alignment */
+/* SPOOL_BUF (collector.h): per CPU; a multiple of any O_DIRECT alignment */
 #define PERSIST_NS 100000000ull
 #define ROUNDS_PER_WAKE 16
 #define RATE_SLOTS 6

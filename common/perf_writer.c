@@ -21,6 +21,7 @@ struct perf_writer {
 	int dfd;          /* the same file with O_DIRECT, or -1 */
 	bool pipe;        /* pipe mode: a stream, written in order, no header at the end */
 	uint64_t flushed; /* file offset of buf[0] */
+	uint64_t limit;   /* the file's size may not pass it (0: no limit) */
 	char *path;
 	bool finished;
 	uint64_t pos, in_bytes;
@@ -50,6 +51,8 @@ static int out_pwrite(int fd, const uint8_t *p, size_t n, uint64_t off)
 /* The buffer into the file at w->flushed: a whole block by the O_DIRECT fd, else buffered. */
 static int out_flush(struct perf_writer *w)
 {
+	if (w->limit && w->flushed + w->blen > w->limit)
+		return -EFBIG; /* nothing written past the limit */
 	if (w->pipe) {
 		int r = w->blen ? util_write_full(w->fd, w->buf, w->blen) : 0;
 
@@ -122,6 +125,11 @@ int perf_writer_open(const char *path, int level, struct perf_writer **ret)
 	}
 	*ret = w;
 	return 0;
+}
+
+void perf_writer_set_limit(struct perf_writer *w, uint64_t bytes)
+{
+	w->limit = bytes;
 }
 
 static int zin_flush(struct perf_writer *w);

@@ -19,6 +19,9 @@ struct perf_writer_feature {
 
 /* level 0 = no compression, 1..19 = zstd level (HEADER_COMPRESSED is then added). */
 int perf_writer_open(const char *path, int level, struct perf_writer **ret);
+/* The file may grow to bytes at most (0: no limit): a write past it fails with -EFBIG and
+ * leaves the file as it was before that write. */
+void perf_writer_set_limit(struct perf_writer *w, uint64_t bytes);
 /* Pipe mode (perf's `-o -` format) on fd: the pipe header now; the caller writes the attrs
  * and tracing data as records first (perf_writer_raw for the bytes that follow a
  * HEADER_TRACING_DATA record), then the data; finish only flushes (fd is the caller's). */

@@ -910,6 +910,20 @@ static int pipe_preamble(struct merge_ctx *m, int fd)
 	return r < 0 ? r : perf_writer_flush(m->w);
 }
 
+/* stop's disk budget for the output, less what merge_dir_finish adds beside the data (the
+ * guest's kallsyms). */
+static uint64_t merge_data_budget(const struct merge_ctx *m, const struct merge_options *o)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	uint64_t extra = 0;
+
+	snprintf(path, sizeof(path), "%s/guest/kallsyms", o->session_dir);
+	if (m->out_dir && stat(path, &st) == 0)
+		extra = (uint64_t)st.st_size;
+	return o->max_bytes > extra ? o->max_bytes - extra : 1; /* 1: nothing fits */
+}
+
 int merge_run(const struct merge_options *o)
 {
 	_cleanup_free_ struct merge_ctx *m = calloc(1, sizeof(*m));
@@ -940,6 +954,8 @@ int merge_run(const struct merge_options *o)
 	} else if ((r = perf_writer_open(data, o->zstd_level, &m->w)) < 0) {
 		log_error("%s: cannot create: %s", data, strerror(-r));
 		goto out;
+	} else if (o->max_bytes) {
+		perf_writer_set_limit(m->w, merge_data_budget(m, o));
 	}
 	if (o->follow) {
 		struct follow f = { .fd = o->follow_fd, .dfd = open(o->session_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
@@ -1007,7 +1023,9 @@ int merge_run(const struct merge_options *o)
 		r = 1; /* written, but not aligned */
 	}
 out:
-	perf_writer_free(m->w);
+	perf_writer_free(m->w); /* an unfinished file is removed */
+	if (r == -EFBIG && m->out_dir)
+		rmdir(o->output); /* and the perf.data directory made for it */
 	if (out_fd >= 0)
 		close(out_fd);
 	merge_out_free(m);

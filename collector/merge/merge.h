@@ -39,6 +39,8 @@ struct merge_options {
 	bool follow;           /* follow the session while it traces, the daemon's words on
 				* follow_fd (merge.c) */
 	int follow_fd;
+	uint64_t max_bytes;    /* the output may take this many bytes at most (0: no limit; stop's
+				* disk budget): past it the merge fails with -EFBIG, nothing kept */
 };
 
 /* Following: a live clock fit is used once its probes span this much at least. */

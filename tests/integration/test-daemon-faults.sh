@@ -115,11 +115,12 @@ grep -q '^stopped: --max-size 262144 bytes reached' <<<"$out" && ok "summary say
 grep -Eq '^cpu0: .*bytes dropped by the host after the stop/limit' <<<"$out" && ok "summary counts dropped bytes" || fail "dropped: $out"
 kill -9 "$FG_PID"; FG_PID=
 
-# Disk full: a 1 MiB tmpfs as the VM dir.
+# Disk full: a 1 MiB tmpfs as the VM dir, the disk budget off (--max-size none --min-free 0;
+# test-daemon-disk.sh tests it): ENOSPC still ends the session cleanly.
 mkdir "$T/small" && mount -t tmpfs -o size=1M,mode=0700 tmpfs "$T/small" || { fail "cannot mount a tmpfs (root needed)"; finish; exit 1; }
 mkfifos 2 "$T/small"
 fake_guest --dir "$T/small" --cpus 2 --pages 400
-out=$(collector start --name "$VM" --dir "$T/small" --run-dir "$RUN" --no-host 2>&1); rc=$?
+out=$(collector start --name "$VM" --dir "$T/small" --run-dir "$RUN" --no-host --max-size none --min-free 0 2>&1); rc=$?
 check "start on a small disk ($out)" test $rc -eq 0
 S=$(tail -n 1 <<<"$out")
 check "disk full stops the session" wait_for 10 status_has 'state: stopped — disk full writing cpu[01].spool'

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The daemon's disk budget (start --max-size, --min-free): every tick the session dir is
+ * walked (spools are counted from their stats, which include what is still buffered), the
+ * file systems' free space read, and the session stopped before it would pass either bound:
+ * host perf at once (host.data is the big grower on a busy host: kvm_entry/kvm_exit), the
+ * spools then discard what comes. The output is counted ahead (disk_projected: the guest's
+ * ftrace pages DISK_FTRACE_FACTOR times over, or the live merge's file when that is larger): the
+ * live merge writes much of it at the end, an offline merge all of it at stop, which then
+ * finds room for it (and refuses it when not). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "daemon.h"
+#include "log.h"
+#include "util.h"
+
+#define DISK_PERF_RING (516u << 10) /* perf record's default ring per host CPU (512 KiB + header) */
+#define DISK_FR_RING_MAX (16u << 20)
+#define DISK_HOST_WATCH_MS 10 /* host.data's size between ticks: 0.5 MB at 50 MB/s */
+
+/* The spools' bytes from their stats: on disk, or about to be. */
+static void disk_spools(const struct daemon *d, struct disk_usage *u)
+{
+	struct spool_stats st;
+
+	u->spools = u->ftrace = 0;
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
+		if (!d->spools[k])
+			continue;
+		spool_stats(d->spools[k], &st);
+		u->spools += st.spooled - st.fr_dropped;
+		u->ftrace += k < COLLECTOR_MAX_CPUS ? st.spooled - st.fr_dropped : 0;
+	}
+}
+
+/* What host perf may still write when stopped: its rings. */
+static uint64_t disk_perf_headroom(const struct daemon *d)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_CONF);
+	uint64_t ring = d->o->flight_recorder ? MIN(d->o->flight_recorder, DISK_FR_RING_MAX) : DISK_PERF_RING;
+
+	return d->perf && !d->disk_perf_stopped ? (uint64_t)(cpus > 0 ? cpus : 1) * ring : 0;
+}
+
+
+static void disk_cut(struct daemon *d, const char *reason, const char *what)
+{
+	char elapsed[48] = "before tracing started";
+
+	if (d->s.started_mono_ns)
+		snprintf(elapsed, sizeof(elapsed), "%.1f s into the session",
+			 (double)(util_now_ns(CLOCK_MONOTONIC) - d->s.started_mono_ns) / 1e9);
+	snprintf(d->disk_cut, sizeof(d->disk_cut), "cut: %s, %s; %s", what, elapsed,
+		 d->perf ? "host perf stopped then, guest data after it dropped" : "guest data after it dropped");
+	log_warn("%s", d->disk_cut);
+	daemon_disk_stop(d, reason);
+}
+
+/* u: the last walk, with the spools as they are now. */
+static void disk_check_limit(struct daemon *d, const struct disk_usage *u)
+{
+	uint64_t o_max = d->o->max_size, projected = disk_projected(u);
+	char reason[128], what[384], a[32], b[32], c[32];
+
+	if (!o_max || d->disk_cut[0] || projected + d->disk_grow + disk_perf_headroom(d) < o_max)
+		return;
+	snprintf(reason, sizeof(reason), "--max-size %llu bytes reached", (unsigned long long)o_max);
+	snprintf(what, sizeof(what), "--max-size %s (%s) reached: the session held %s, %s with its output to come",
+		 disk_size_str(o_max, a, sizeof(a)),
+		 d->o->max_size_given ? "the option" : "the default: a quarter of the file system, at most 16 GiB",
+		 disk_size_str(disk_total(u), b, sizeof(b)), disk_size_str(projected, c, sizeof(c)));
+	log_info("disk: cut with spools %llu, host.data %llu, live.data %llu, other %llu bytes; %llu grown over "
+		 "the last tick, %llu in host perf's rings", (unsigned long long)u->spools, (unsigned long long)u->host,
+		 (unsigned long long)u->live, (unsigned long long)u->other, (unsigned long long)d->disk_grow,
+		 (unsigned long long)disk_perf_headroom(d));
+	disk_cut(d, reason, what);
+}
+
+/* What the spools may still write to their files: each one's buffer. */
+static uint64_t disk_spool_headroom(const struct daemon *d)
+{
+	uint64_t n = 0;
+
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++)
+		n += d->spools[k] ? 1 : 0;
+	return n * SPOOL_BUF;
+}
+
+/* Free space on path's file system against floor (less what the spools buffer, for the session
+ * dir's); true when it cut the session. */
+static bool disk_check_floor(struct daemon *d, const char *path, const char *whose, uint64_t floor)
+{
+	char reason[128], what[PATH_MAX + 256], a[32], b[32];
+	uint64_t avail, ahead = path == d->s.dir ? disk_spool_headroom(d) : 0;
+
+	if (!floor || d->disk_cut[0] || disk_fs(path, NULL, &avail) < 0 || avail >= floor + ahead)
+		return false;
+	snprintf(reason, sizeof(reason), "free space below --min-free %llu bytes (%s)", (unsigned long long)floor, whose);
+	snprintf(what, sizeof(what), "free space on the file system of %s (%s) fell to %s, below --min-free %s (%s)", path,
+		 whose, disk_size_str(avail, a, sizeof(a)), disk_size_str(floor, b, sizeof(b)),
+		 d->o->min_free_given ? "the option" : "the default: 5% of that file system, at most 1 GiB");
+	disk_cut(d, reason, what);
+	return true;
+}
+
+void daemon_disk_progress(struct daemon *d)
+{
+	char path[PATH_MAX + 16];
+	struct stat st;
+
+	/* host.data grows between ticks too: faster than the spools on a host busy with VM exits */
+	snprintf(path, sizeof(path), "%s/host.data", d->s.dir);
+	if (d->perf && stat(path, &st) == 0)
+		d->disk.host = disk_file_bytes(&st);
+	disk_spools(d, &d->disk);
+	disk_check_limit(d, &d->disk);
+	disk_check_floor(d, d->s.dir, "the session dir", d->o->min_free); /* a fast disk fills between ticks */
+}
+
+static void disk_watch_host(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	if (d->perf && !d->disk_perf_stopped && hostperf_recording(d->perf))
+		daemon_disk_progress(d);
+}
+
+int daemon_disk_arm(struct daemon *d)
+{
+	struct timeval tv = { 0, DISK_HOST_WATCH_MS * 1000 };
+
+	d->disk_watch = event_new(d->base, -1, EV_PERSIST, disk_watch_host, d);
+	if (!d->disk_watch || event_add(d->disk_watch, &tv) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+void daemon_disk_tick(struct daemon *d)
+{
+	struct disk_usage u;
+	uint64_t total, size;
+
+	if (d->ph == PH_HELLO || d->ph == PH_STOPPED || disk_usage(d->s.dir, &u) < 0)
+		return;
+	disk_spools(d, &u); /* with what they still buffer */
+	total = disk_total(&u);
+	d->disk_grow = total > d->disk_total ? total - d->disk_total : 0;
+	d->disk_total = total;
+	d->disk = u;
+	disk_check_limit(d, &u);
+	if (disk_check_floor(d, d->s.dir, "the session dir", d->o->min_free) || !d->o->out[0])
+		return;
+	if (d->o->min_free_given)
+		disk_check_floor(d, d->o->out, "the output", d->o->min_free);
+	else if (disk_fs_of_file(d->o->out, &size, NULL) == 0)
+		disk_check_floor(d, d->o->out, "the output", disk_default_floor(size));
+}
+
+void daemon_disk_final(struct daemon *d)
+{
+	struct disk_usage u;
+
+	if (disk_usage(d->s.dir, &u) == 0)
+		d->disk_total = disk_total(&u); /* the spools are all in their files now */
+}
+
+void daemon_disk_summary(const struct daemon *d, FILE *f)
+{
+	char a[32], b[32], c[32], e[32];
+	uint64_t avail = 0;
+
+	disk_fs(d->s.dir, NULL, &avail);
+	fprintf(f, "disk: the session holds %s of its --max-size %s; %s free on its file system (--min-free %s)\n",
+		disk_size_str(d->disk_total, a, sizeof(a)),
+		d->o->max_size ? disk_size_str(d->o->max_size, b, sizeof(b)) : "none",
+		disk_size_str(avail, c, sizeof(c)), d->o->min_free ? disk_size_str(d->o->min_free, e, sizeof(e)) : "none");
+	if (d->disk_cut[0])
+		fprintf(f, "%s\n", d->disk_cut);
+}
