@@ -767,6 +767,7 @@ static void daemon_finalize(struct daemon *d)
 	}
 	if (d->stop_client) {
 		ctlsock_finish_stop(d->stop_client, text ? text : "");
+		d->stop_replies++;
 		d->stop_client = NULL;
 	} else if (d->exit_on_finalize) {
 		event_base_loopbreak(d->base);
@@ -776,7 +777,7 @@ static void daemon_finalize(struct daemon *d)
 void daemon_stop_request(struct daemon *d, struct bufferevent *client)
 {
 	if (d->stop_client && d->stop_client != client) /* the later stop takes over (the first may be gone) */
-		ctlsock_finish_stop(d->stop_client, "stop: " DAEMON_STOP_TAKEN_OVER "\n");
+		ctlsock_finish_stop(d->stop_client, "stop: " DAEMON_STOP_TAKEN_OVER "\n"), d->stop_replies++;
 	d->stop_client = client;
 	if (d->ph == PH_STOPPED) {
 		daemon_finalize(d); /* already stopped on its own: summarize again */
@@ -789,7 +790,9 @@ void daemon_stop_request(struct daemon *d, struct bufferevent *client)
 
 void daemon_stop_replied(struct daemon *d)
 {
-	if (d->ph == PH_STOPPED)
+	if (d->stop_replies > 0)
+		d->stop_replies--;
+	if (d->ph == PH_STOPPED && !d->stop_replies) /* a stop taken over is answered too */
 		event_base_loopbreak(d->base);
 }
 

@@ -50,6 +50,7 @@ struct daemon {
 	unsigned n_perf_stats;
 	uint64_t meta_refused, unexpected;
 	struct bufferevent *stop_client;
+	unsigned stop_replies; /* stop answers being written: the daemon exits after the last */
 	int exit_code;
 	unsigned snapshots; /* snapshot-N dirs made */
 	struct bufferevent *snap_client; /* a snapshot being taken: answered by daemon_snapshot_finish */
