@@ -862,7 +862,8 @@ static void merge_gbin_summary(struct merge_ctx *m, const struct merge_options *
 	bool trust = merge_gbin_trusted(o->session_dir, o->trust_binaries);
 	struct gbin_settled st;
 
-	merge_host_build_ids(&m->host);
+	if (merge_gbin_any(o->session_dir)) /* reads the host files' build-ids: only when it matters */
+		merge_host_build_ids(&m->host);
 	if (merge_gbin_settle(o->session_dir, m->out_dir && !m->pipe ? o->output : NULL, trust, &m->host.ids, &st) < 0)
 		return;
 	printf("  guest binaries: %u in %s%s (%u placed now, %u there before), %u not sent",
