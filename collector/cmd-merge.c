@@ -50,8 +50,8 @@ const struct cmd_entry cmd_merge = {
 	.name = "merge",
 	.summary = "merge a session dir into one perf.data (offline, recovery)",
 	.usage = "SESSION_DIR [--host-data FILE] -o OUT [-z] [--follow] [--trust-guest-binaries]\n"
-		 "Guest binaries fetched at stop go into OUT/buildids (read with perf --buildid-dir\n"
-		 "OUT/buildids report -i OUT); --trust-guest-binaries (or start's) places them in\n"
+		 "Guest binaries fetched at stop go into OUT/buildids (the summary prints the perf\n"
+		 "command that reads it); --trust-guest-binaries (or start's) places them in\n"
 		 "$HOME/.debug instead. A build-id the host holds is never placed.",
 	.run = merge_cmd_run,
 };

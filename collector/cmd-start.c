@@ -66,8 +66,7 @@
 	"  --no-guest-binaries  do not fetch the guest binaries its user-mode samples ran in (by\n" \
 	"                   default they are fetched at stop, by build-id, into the output's own\n"  \
 	"                   build-id dir OUT/buildids; the summary prints the perf command that\n"   \
-	"                   names guest user functions with it: perf --buildid-dir OUT/buildids\n" \
-	"                   report -i OUT)\n"                                                         \
+	"                   names guest user functions with it)\n"                                   \
 	"  --trust-guest-binaries  place them in perf's own cache $HOME/.debug instead, where every\n" \
 	"                   later perf report of this user reads them; a build-id the host holds\n"  \
 	"                   (host.data's, its files', one in the cache) is still refused\n"          \
