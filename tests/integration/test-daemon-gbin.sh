@@ -63,6 +63,8 @@ cp "$S/binaries/$bash_id" "$T/evil/usr/bin/bash/$bash_id/elf"
 ln -s "../../usr/bin/bash/$bash_id" "$T/evil/.build-id/${bash_id:0:2}/${bash_id:2}"
 evil=$(HOME=$T/empty report --buildid-dir "$T/evil")
 check "control: a cache with the guest's file under bash's build-id changes what perf names" test "$evil" != "$ref"
+evil_rel=$(cd "$T" && HOME=$T/empty report --buildid-dir evil)
+check "perf reads a relative --buildid-dir too (stop prints OUT as given)" test "$evil_rel" = "$evil"
 rep=$(perf --buildid-dir "$OUT/buildids" report -i "$OUT" --stdio --sort dso 2>&1); rc=$?
 check "the printed command runs (rc $rc)" test $rc -eq 0
 grep -q " fetched /usr/bin/evil" "$S/binaries/index" && ok "index: evil fetched" ||
