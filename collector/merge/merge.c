@@ -867,7 +867,8 @@ static void merge_gbin_summary(struct merge_ctx *m, const struct merge_options *
 	if (merge_gbin_settle(o->session_dir, m->out_dir && !m->pipe ? o->output : NULL, trust, &m->host.ids, &st) < 0)
 		return;
 	printf("  guest binaries: %u in %s%s (%u placed now, %u there before), %u not sent",
-	       st.installed + st.cached, st.bdir[0] ? st.bdir : "no build-id directory (the output is no perf.data directory)",
+	       st.installed + st.cached, !st.bdir[0] ? "no build-id directory (the output is no perf.data directory)" :
+	       o->follow && !trust ? "the output's " GBIN_OUT_DIR "/ (live.data's, stop moves it with the output)" : st.bdir,
 	       trust ? " (perf's own cache: --trust-guest-binaries)" : "", st.installed, st.cached, st.not_sent + st.bad);
 	if (st.cut)
 		printf(", %" PRIu64 " cut (the fetch ended early: see the stop summary)", st.cut);
