@@ -16,7 +16,7 @@
 
 #define OUT_MAX (1u << 20)           /* queued host->agent bytes */
 #define META_MAX_FILES 20000
-#define META_MAX_TOTAL (1ull << 30)
+#define META_MAX_TOTAL (256ull << 20) /* a real guest sends 5-30 MB (kallsyms, formats) */
 #define META_NAME_MAX 256
 
 struct agentctl {

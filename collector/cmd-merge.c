@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* trace-collector merge SESSION_DIR [--host-data FILE] -o OUT [-z] [--follow]. --follow merges a
+/* trace-collector merge SESSION_DIR [--host-data FILE] -o OUT [-z] [--follow] [--trust-guest-binaries]. --follow merges a
  * session while it traces, told by the daemon on stdin how far host.data is complete and when
  * the session is over (collector/merge/merge.c; the daemon runs it with start --live-merge). */
 #include <getopt.h>
@@ -18,6 +18,7 @@ static int merge_cmd_run(int argc, char **argv)
 		{ "zstd", no_argument, NULL, 'z' },
 		{ "compress", no_argument, NULL, 'z' },
 		{ "follow", no_argument, NULL, 'F' },
+		{ "trust-guest-binaries", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -31,6 +32,7 @@ static int merge_cmd_run(int argc, char **argv)
 		case 'o': o.output = optarg; break;
 		case 'z': o.zstd_level = 3; break;
 		case 'F': o.follow = true, o.follow_fd = 0; break;
+		case 'T': o.trust_binaries = true; break;
 		case 'h': cmd_usage(&cmd_merge, 0); return 0;
 		default: cmd_usage(&cmd_merge, 1); return 2;
 		}
@@ -47,7 +49,10 @@ static int merge_cmd_run(int argc, char **argv)
 const struct cmd_entry cmd_merge = {
 	.name = "merge",
 	.summary = "merge a session dir into one perf.data (offline, recovery)",
-	.usage = "SESSION_DIR [--host-data FILE] -o OUT [-z] [--follow]",
+	.usage = "SESSION_DIR [--host-data FILE] -o OUT [-z] [--follow] [--trust-guest-binaries]\n"
+		 "Guest binaries fetched at stop go into OUT/buildids (the summary prints the perf\n"
+		 "command that reads it); --trust-guest-binaries (or start's) places them in\n"
+		 "$HOME/.debug instead. A build-id the host holds is never placed.",
 	.run = merge_cmd_run,
 };
 

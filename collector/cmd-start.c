@@ -26,7 +26,7 @@
 	"       [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
 	"       [--flush-interval SEC] [--agent-events] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]\n"  \
-	"       [--no-guest-binaries]]\n"                                                              \
+	"       [--no-guest-binaries | --trust-guest-binaries]]\n"                                     \
 	"       [-- PERF_RECORD_ARGS...]\n"                                                          \
 	"Starts a daemon that drives trace-agent in the guest over the ports in D (default\n"          \
 	COLLECTOR_VM_ROOT "/VM, made by 'trace-collector setup'), spools every CPU's pages into\n"    \
@@ -71,8 +71,12 @@
 	"  --guest-freq HZ  guest perf samples per second per event and CPU (default 1000)\n"      \
 	"  --guest-perf-kb N  each guest CPU's perf ring, KiB, a power of two (default 1024)\n"    \
 	"  --no-guest-binaries  do not fetch the guest binaries its user-mode samples ran in (by\n" \
-	"                   default they are fetched at stop, by build-id, into perf's build-id\n"   \
-	"                   cache $HOME/.debug, so perf report names guest user functions)\n"       \
+	"                   default they are fetched at stop, by build-id, into the output's own\n"  \
+	"                   build-id dir OUT/buildids; the summary prints the perf command that\n"   \
+	"                   names guest user functions with it)\n"                                   \
+	"  --trust-guest-binaries  place them in perf's own cache $HOME/.debug instead, where every\n" \
+	"                   later perf report of this user reads them; a build-id the host holds\n"  \
+	"                   (host.data's, its files', one in the cache) is still refused\n"          \
 	"  --allow-partial  go on when some guest CPUs cannot stream (named in status, the stop\n"   \
 	"                   summary and session.ini); by default start fails naming them\n"              \
 	"  -- ARGS          host perf record's own arguments instead of '-a -e LIST', passed as they\n" \
@@ -229,6 +233,7 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'Z': o->holdout = true; return 0;
 	case 'A': o->allow_partial = true; return 0;
 	case 'x': o->perf.no_binaries = true; return 0;
+	case 'X': o->perf.trust_binaries = true; return 0;
 	case 'S': o->agent_events = true; return 0;
 	case 'I': return !strcmp(optarg, "0") ? (o->flush_ms = 0, 0) : start_interval(optarg, &o->flush_ms);
 	case 'K': o->kvm_debugfs = optarg; return strlen(optarg) < 256 ? 0 : -EINVAL;
@@ -257,6 +262,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "tracer", 1, 0, 'T' }, { "ftrace-filter", 1, 0, 'F' }, { "allow-partial", 0, 0, 'A' },
 		{ "flush-interval", 1, 0, 'I' }, { "guest-perf", 2, 0, 'g' }, { "guest-freq", 1, 0, 'G' },
 		{ "guest-perf-kb", 1, 0, 'k' }, { "no-guest-binaries", 0, 0, 'x' },
+		{ "trust-guest-binaries", 0, 0, 'X' },
 		{ "agent-events", 0, 0, 'S' }, { "flight-recorder", 1, 0, 'W' }, { "live-merge", 0, 0, 'L' },
 		{ "no-live-merge", 0, 0, 'M' }, { "help", 0, 0, 'h' }, {},
 	};

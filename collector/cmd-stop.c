@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "collector.h"
+#include "gbin.h"
 #include "log.h"
 #include "util.h"
 
@@ -114,6 +115,9 @@ static int stop_take_live(const char *dir, const char *out, bool compress)
 	}
 	if (util_read_file(log, 1 << 20, &text, NULL) == 0)
 		fputs(text, stdout);
+	snprintf(live, sizeof(live), "%s/" GBIN_OUT_DIR, out);
+	if (stat(live, &st) == 0 && S_ISDIR(st.st_mode))
+		printf("  guest user functions: perf --buildid-dir %s report -i %s\n", live, out);
 	return strcmp(state, "done") ? 3 : 0;
 }
 
@@ -210,6 +214,8 @@ static int stop_run(int argc, char **argv)
 		stop_last_session(run_dir, name);
 		return 1;
 	}
+	if (reply && !strncmp(reply, "stop: " DAEMON_STOP_TAKEN_OVER, 6 + strlen(DAEMON_STOP_TAKEN_OVER)))
+		return 0; /* said; the later stop merges */
 	p = reply ? strstr(reply, "session: ") : NULL;
 	if (p)
 		snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(p + 9, "\n"), p + 9);

@@ -92,7 +92,7 @@ static void daemon_fail(struct daemon *d, const char *fmt, ...)
 }
 
 static void daemon_stop_begin(struct daemon *d, const char *reason);
-static void daemon_binaries_end(struct daemon *d, const char *abort_why);
+static void daemon_binaries_end(struct daemon *d, const char *status, const char *why);
 
 /* True on the 1st, 2nd, 4th, 8th... call: hostile floods cannot fill the log. */
 static bool log_due(uint64_t *counter)
@@ -451,7 +451,9 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 			char key[KCACHE_KEY_LEN + 1];
 
 			agentctl_send_meta_req(d->agent, kcache_key(d->o->vm_dir, key) == 0 ? key : NULL);
-			return daemon_set_phase(d, PH_META, daemon_timeout(d) * 3);
+			daemon_set_phase(d, PH_META, daemon_timeout(d) * 3);
+			d->total_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d) * GBIN_TOTAL_TIMEOUTS;
+			return;
 		}
 		if (t == VT_MSG_ERROR)
 			return daemon_fail(d, "the agent refused the configuration (events '%s', clock %s): %s",
@@ -462,7 +464,8 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 			char name[80];
 			int r = agentctl_store_meta(d->agent, m, d->guest_dirfd, name, sizeof(name));
 
-			d->deadline_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d) * 3;
+			if (r >= 0) /* only a file kept is progress; never past the phase's total bound */
+				d->deadline_ns = MIN(util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d) * 3, d->total_ns);
 			if (r < 0 && log_due(&d->meta_refused))
 				log_warn("agent-ctl-path: metadata file '%s' refused: %s (only the names in docs/protocol.md are stored; %llu refused so far)",
 					 name, r == -EINVAL ? "name not allowed" : strerror(-r),
@@ -508,8 +511,9 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 	case PH_BINARIES:
 		if (t == VT_MSG_BINARY || t == VT_MSG_ERROR) {
 			if (!gbinfetch_on_msg(d->gbin, d->agent, m))
-				return daemon_binaries_end(d, NULL);
-			d->deadline_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d);
+				return daemon_binaries_end(d, NULL, NULL);
+			if (gbinfetch_progress(d->gbin)) /* a trickle re-arms nothing; the total bound stays */
+				d->deadline_ns = MIN(util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d), d->total_ns);
 			return;
 		}
 		break;
@@ -655,55 +659,57 @@ static void daemon_stop_begin(struct daemon *d, const char *reason)
 	daemon_set_phase(d, PH_STOP, STOP_WAIT_NS);
 }
 
-static void daemon_perf_stop(struct daemon *d);
-
-static void daemon_binaries_end(struct daemon *d, const char *abort_why)
+static void daemon_binaries_end(struct daemon *d, const char *status, const char *why)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	FILE *f;
 
-	if (abort_why)
-		gbinfetch_abort(d->gbin, abort_why);
+	if (status)
+		gbinfetch_abort(d->gbin, status, why);
 	f = open_memstream(&text, &len);
 	if (f) {
 		gbinfetch_summary(d->gbin, f);
 		fclose(f);
 		log_info("%s", text ? text : "");
 	}
-	daemon_perf_stop(d);
+	daemon_finalize(d);
 }
 
-/* With guest perf: the binaries guest user-mode samples ran in, from the agent (gbinfetch.c). */
+/* With guest perf, once host perf has stopped (so the host recording does not run on while a
+ * guest sends slowly): the binaries guest user-mode samples ran in, from the agent
+ * (gbinfetch.c), within GBIN_TOTAL_TIMEOUTS × --timeout in all. */
 static void daemon_binaries(struct daemon *d)
 {
 	int r;
 
 	if (!d->o->perf.events || d->o->perf.no_binaries || d->agent_gone || d->gbin)
-		return daemon_perf_stop(d);
+		return daemon_finalize(d);
 	for (unsigned k = COLLECTOR_MAX_CPUS; k < ARRAY_SIZE(d->spools); k++) /* the scan reads the files */
 		if (d->spools[k] && (r = spool_persist(d->spools[k])) < 0)
 			log_warn("cpu%u: cannot write the last bytes of perf-cpu%u.spool: %s", k - COLLECTOR_MAX_CPUS,
 				 k - COLLECTOR_MAX_CPUS, strerror(-r));
-	r = gbinfetch_new(d->s.dir, &d->gbin);
+	r = gbinfetch_new(d->s.dir, d->o->perf.trust_binaries, &d->gbin);
 	if (r < 0) {
 		log_warn("guest binaries: cannot scan the guest perf streams of %s: %s; guest user functions stay unnamed",
 			 d->s.dir, strerror(-r));
-		return daemon_perf_stop(d);
+		return daemon_finalize(d);
 	}
 	if (!gbinfetch_next(d->gbin, d->agent))
-		return daemon_binaries_end(d, NULL);
+		return daemon_binaries_end(d, NULL, NULL);
 	daemon_set_phase(d, PH_BINARIES, daemon_timeout(d));
+	d->total_ns = util_now_ns(CLOCK_MONOTONIC) + daemon_timeout(d) * GBIN_TOTAL_TIMEOUTS;
 }
 
+/* After the agent stopped: host perf, then the guest binaries, then finalize. */
 static void daemon_perf_stop(struct daemon *d)
 {
-	if (d->perf) {
+	if (d->perf && !hostperf_reap(d->perf)) {
 		hostperf_stop(d->perf);
 		daemon_set_phase(d, PH_PERF_STOP, PERF_WAIT_NS);
 		return;
 	}
-	daemon_finalize(d);
+	daemon_binaries(d);
 }
 
 /* The fit (ptp) or the last readings (kvm), clock.ini, and its numbers into session.ini. */
@@ -759,6 +765,7 @@ static void daemon_finalize(struct daemon *d)
 	}
 	if (d->stop_client) {
 		ctlsock_finish_stop(d->stop_client, text ? text : "");
+		d->stop_replies++;
 		d->stop_client = NULL;
 	} else if (d->exit_on_finalize) {
 		event_base_loopbreak(d->base);
@@ -767,17 +774,23 @@ static void daemon_finalize(struct daemon *d)
 
 void daemon_stop_request(struct daemon *d, struct bufferevent *client)
 {
+	if (d->stop_client && d->stop_client != client) /* the later stop takes over (the first may be gone) */
+		ctlsock_finish_stop(d->stop_client, "stop: " DAEMON_STOP_TAKEN_OVER "\n"), d->stop_replies++;
 	d->stop_client = client;
 	if (d->ph == PH_STOPPED) {
 		daemon_finalize(d); /* already stopped on its own: summarize again */
 		return;
 	}
+	if (d->ph == PH_BINARIES) /* a second stop: no more waiting for the guest */
+		return daemon_binaries_end(d, "cut:second-stop", "a second 'stop' ended the fetch");
 	daemon_stop_begin(d, "stop requested");
 }
 
 void daemon_stop_replied(struct daemon *d)
 {
-	if (d->ph == PH_STOPPED)
+	if (d->stop_replies > 0)
+		d->stop_replies--;
+	if (d->ph == PH_STOPPED && !d->stop_replies) /* a stop taken over is answered too */
 		event_base_loopbreak(d->base);
 }
 
@@ -819,6 +832,22 @@ static bool qemu_runs_tcg(pid_t pid)
 	return tcg;
 }
 
+/* The guest binary fetch's wait ran out: no progress within --timeout, or its total bound. */
+static void daemon_binaries_cut_deadline(struct daemon *d)
+{
+	char why[160];
+
+	if (util_now_ns(CLOCK_MONOTONIC) >= d->total_ns)
+		snprintf(why, sizeof(why), "the fetch's total bound of %u s (%u x --timeout) was reached",
+			 d->o->timeout_s * GBIN_TOTAL_TIMEOUTS, GBIN_TOTAL_TIMEOUTS);
+	else
+		snprintf(why, sizeof(why), "no progress from the agent within %u s (--timeout; a reply shorter than "
+			 "64 KiB that is no file's end is none)", d->o->timeout_s);
+	log_warn("guest binaries: %s; the rest are not fetched", why);
+	daemon_binaries_end(d, d->total_ns && util_now_ns(CLOCK_MONOTONIC) >= d->total_ns ? "cut:total-bound" :
+			    "cut:no-progress", why);
+}
+
 static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 {
 	if (!d->deadline_ns || now < d->deadline_ns)
@@ -856,14 +885,13 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 		daemon_perf_stop(d);
 		break;
 	case PH_BINARIES:
-		log_warn("guest binaries: no answer from the agent within %u s; the rest are not fetched", d->o->timeout_s);
-		daemon_binaries_end(d, "refused:no-answer");
+		daemon_binaries_cut_deadline(d);
 		break;
 	case PH_PERF_STOP:
 		log_warn("host perf record did not exit within %llu s after SIGINT: killed; host.data may be truncated",
 			 PERF_WAIT_NS / SEC);
 		hostperf_kill(d->perf);
-		daemon_finalize(d);
+		daemon_binaries(d);
 		break;
 	default:
 		break;
@@ -913,12 +941,12 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 			daemon_tick_probe(d, now);
 		live_tick(d, now);
 	} else if (d->ph == PH_STOP && ((d->stopped_msg && daemon_all_ended(d)) || d->agent_gone)) {
-		daemon_binaries(d);
+		daemon_perf_stop(d);
 	} else if (d->ph == PH_BINARIES && d->agent_gone) {
 		log_warn("guest binaries: agent-ctl-path closed while fetching them");
-		daemon_binaries_end(d, "refused:agent-gone");
+		daemon_binaries_end(d, "refused:agent-gone", NULL);
 	} else if (d->ph == PH_PERF_STOP && hostperf_reap(d->perf)) {
-		daemon_finalize(d);
+		daemon_binaries(d);
 	} else if (d->ph < PH_TRACING && d->agent_gone && d->kind == PORT_FIFO) {
 		daemon_fail(d, "agent-ctl-path failed before tracing started");
 	}
@@ -984,11 +1012,14 @@ static void daemon_signal(evutil_socket_t sig, short what, void *arg)
 
 	if (sig == SIGCHLD) {
 		if (d->ph == PH_PERF_STOP && hostperf_reap(d->perf))
-			daemon_finalize(d);
+			daemon_binaries(d);
 		return;
 	}
 	log_info("signal %d: stopping", (int)sig);
-	if (!d->started_ok) {
+	if (d->ph == PH_BINARIES) {
+		d->exit_on_finalize = true;
+		daemon_binaries_end(d, "cut:signal", "a signal (SIGTERM or SIGINT) ended the fetch");
+	} else if (!d->started_ok) {
 		daemon_fail(d, "start interrupted by signal %d", (int)sig);
 	} else if (d->ph == PH_STOPPED) {
 		event_base_loopbreak(d->base);

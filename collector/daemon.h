@@ -12,7 +12,7 @@
 
 enum phase {
 	PH_HELLO, PH_RESET, PH_CONFIG, PH_META, PH_PROBES0, PH_PERF, PH_START, PH_TRACING,
-	PH_PROBES1, PH_STOP, PH_BINARIES, PH_PERF_STOP, PH_STOPPED,
+	PH_PROBES1, PH_STOP, PH_PERF_STOP, PH_BINARIES, PH_STOPPED,
 };
 
 struct daemon {
@@ -33,6 +33,7 @@ struct daemon {
 	struct clocksync clk;
 	enum phase ph;
 	uint64_t deadline_ns, next_hello_ns, next_probe_ns, next_rate_ns;
+	uint64_t total_ns; /* metadata, guest binaries: the phase's total bound (progress re-arms no further) */
 	uint64_t early_probe_ns; /* the gap to the next early probe after start (doubles) */
 	unsigned probes_left;
 	uint64_t probe_id, host_started_ns;
@@ -49,6 +50,7 @@ struct daemon {
 	unsigned n_perf_stats;
 	uint64_t meta_refused, unexpected;
 	struct bufferevent *stop_client;
+	unsigned stop_replies; /* stop answers being written: the daemon exits after the last */
 	int exit_code;
 	unsigned snapshots; /* snapshot-N dirs made */
 	struct bufferevent *snap_client; /* a snapshot being taken: answered by daemon_snapshot_finish */

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* At stop, with guest perf: the guest binaries its user-mode samples ran in, fetched from the
- * agent one chunk at a time (BINARY_REQ) into SESSION/binaries/HEX, each checked (size, ELF,
- * build-id) before it is kept, and listed in SESSION/binaries/index for the merge, which places
- * them in perf's build-id cache. A build-id the cache already holds is not fetched again. */
+/* At stop, with guest perf, after host perf stopped: the guest binaries its user-mode samples
+ * ran in, fetched from the agent one chunk at a time (BINARY_REQ) into SESSION/binaries/HEX, each
+ * checked (size, ELF, build-id) before it is kept, and listed in SESSION/binaries/index for the
+ * merge, which places them in the output's own build-id dir (OUT/buildids), or with
+ * --trust-guest-binaries in perf's cache $HOME/.debug (then a build-id the cache holds is not
+ * fetched). The guest cannot make it last: the daemon gives it GBIN_TOTAL_TIMEOUTS × --timeout in
+ * all, and only a reply of GBIN_MIN_CHUNK bytes or more (or a file's last) re-arms the wait
+ * for the next one; a signal or a second stop cuts it at once. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,6 +23,7 @@
 #include "util.h"
 
 #define GBIN_SESSION_MAX (1ull << 30) /* bytes fetched per session */
+#define GBIN_MIN_CHUNK (64u << 10)     /* a shorter reply that is not a file's end is no progress */
 
 struct gbinfetch {
 	struct gbin_list l;
@@ -28,7 +33,11 @@ struct gbinfetch {
 	FILE *index;
 	char bdir[PATH_MAX];
 	uint64_t bytes, t0, t1; /* CLOCK_MONOTONIC at the scan, at the last reply */
-	unsigned fetched, cached, failed;
+	unsigned fetched, cached, failed, cut;
+	bool trust;        /* --trust-guest-binaries: skip what $HOME/.debug holds */
+	bool progress;     /* the last reply counts as progress */
+	uint64_t short_replies; /* replies below GBIN_MIN_CHUNK that were no file's end */
+	char cut_why[160]; /* why the fetch was cut, "" when it was not */
 };
 
 static void gbinfetch_line(struct gbinfetch *f, const struct gbin_want *w, const char *status)
@@ -40,7 +49,7 @@ static void gbinfetch_line(struct gbinfetch *f, const struct gbin_want *w, const
 	fflush(f->index);
 }
 
-int gbinfetch_new(const char *session_dir, struct gbinfetch **ret)
+int gbinfetch_new(const char *session_dir, bool trust, struct gbinfetch **ret)
 {
 	_cleanup_free_ struct gbinfetch *f = calloc(1, sizeof(*f));
 	char path[PATH_MAX + 16];
@@ -50,7 +59,11 @@ int gbinfetch_new(const char *session_dir, struct gbinfetch **ret)
 		return -ENOMEM;
 	f->fd = f->dfd = -1;
 	f->t0 = f->t1 = util_now_ns(CLOCK_MONOTONIC);
-	merge_gbin_default_dir(f->bdir, sizeof(f->bdir));
+	f->trust = trust;
+	if (trust)
+		merge_gbin_default_dir(f->bdir, sizeof(f->bdir));
+	else
+		snprintf(f->bdir, sizeof(f->bdir), "the output's " GBIN_OUT_DIR "/ (merge)");
 	if ((r = merge_gbin_scan(session_dir, &f->l)) < 0)
 		return r;
 	snprintf(path, sizeof(path), "%s/binaries", session_dir);
@@ -71,7 +84,8 @@ int gbinfetch_new(const char *session_dir, struct gbinfetch **ret)
 	fprintf(f->index, "# buildid_dir %s\n# user-mode samples %" PRIu64 ", their executable mappings without a "
 		"build-id %" PRIu64 ", with a path not fetched %" PRIu64 "\n", f->bdir, f->l.sampled,
 		f->l.maps_no_build_id, f->l.bad_paths);
-	session_ini_set(session_dir, "buildid_dir", f->bdir);
+	if (trust)
+		session_ini_set(session_dir, "buildid_dir", f->bdir);
 	*ret = TAKE_PTR(f);
 	return 0;
 }
@@ -82,7 +96,7 @@ bool gbinfetch_next(struct gbinfetch *f, struct agentctl *a)
 	for (; f->next < f->l.n; f->next++, f->off = f->size = 0) {
 		const struct gbin_want *w = &f->l.v[f->next];
 
-		if (f->off == 0 && merge_gbin_cached(f->bdir, w->id, w->len)) {
+		if (f->off == 0 && f->trust && merge_gbin_cached(f->bdir, w->id, w->len)) {
 			f->cached++;
 			gbinfetch_line(f, w, "cached");
 			continue;
@@ -120,6 +134,32 @@ static void gbinfetch_done(struct gbinfetch *f, const struct gbin_want *w, const
 	gbinfetch_line(f, w, "fetched");
 }
 
+/* A chunk of len bytes at f->off: written to the .part file; -EFBIG past the session's bound. */
+static int gbinfetch_chunk(struct gbinfetch *f, const struct gbin_want *w, const char *part, const uint8_t *data,
+			   size_t len, uint64_t size)
+{
+	int r;
+
+	if (f->bytes + len > GBIN_SESSION_MAX) {
+		log_warn("guest binary %s: the session's bound of %llu MiB fetched is reached: cut", w->path,
+			 GBIN_SESSION_MAX >> 20);
+		return -EFBIG;
+	}
+	if (f->off == 0)
+		f->fd = openat(f->dfd, part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	f->size = size;
+	r = f->fd < 0 ? -errno : util_write_full(f->fd, data, len);
+	if (r < 0)
+		log_warn("guest binary %s: cannot write %s: %s", w->path, part, strerror(-r));
+	f->off += len;
+	f->bytes += len;
+	/* a guest that trickles bytes does not keep the fetch alive */
+	f->progress = len >= GBIN_MIN_CHUNK || f->off == f->size;
+	if (!f->progress)
+		f->short_replies++;
+	return r;
+}
+
 /* A reply to the pending request: false when the fetch is over (nothing more asked). */
 bool gbinfetch_on_msg(struct gbinfetch *f, struct agentctl *a, const struct vt_msg *m)
 {
@@ -132,6 +172,7 @@ bool gbinfetch_on_msg(struct gbinfetch *f, struct agentctl *a, const struct vt_m
 
 	if (f->next >= f->l.n)
 		return false;
+	f->progress = true; /* an answer that ends a file (an error, a refusal) counts */
 	f->t1 = util_now_ns(CLOCK_MONOTONIC);
 	merge_gbin_hex(w->id, w->len, hex);
 	snprintf(part, sizeof(part), "%s.part", hex);
@@ -144,14 +185,11 @@ bool gbinfetch_on_msg(struct gbinfetch *f, struct agentctl *a, const struct vt_m
 		log_warn("guest binary %s: refused a malformed reply (%s)", w->path, strerror(r < 0 ? -r : EBADMSG));
 		r = r < 0 ? r : -EBADMSG;
 	} else {
-		if (f->off == 0)
-			f->fd = openat(f->dfd, part, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		f->size = size;
-		r = f->fd < 0 ? -errno : util_write_full(f->fd, data, len);
-		if (r < 0)
-			log_warn("guest binary %s: cannot write %s: %s", w->path, part, strerror(-r));
-		f->off += len;
-		f->bytes += len;
+		r = gbinfetch_chunk(f, w, part, data, len, size);
+	}
+	if (r == -EFBIG) {
+		gbinfetch_abort(f, "cut:session-bound-1GiB", "the session's bound of 1 GiB fetched was reached");
+		return false;
 	}
 	if (r < 0) {
 		if (f->fd >= 0)
@@ -167,22 +205,51 @@ bool gbinfetch_on_msg(struct gbinfetch *f, struct agentctl *a, const struct vt_m
 	return gbinfetch_next(f, a);
 }
 
-void gbinfetch_summary(const struct gbinfetch *f, FILE *out)
+bool gbinfetch_progress(const struct gbinfetch *f)
 {
-	fprintf(out, "guest binaries: %zu that user-mode samples ran in: %u fetched (%.1f MB), %u already in %s, "
-		"%u not sent; %" PRIu64 " mappings without a build-id; scan and fetch took %.2f s\n", f->l.n, f->fetched,
-		(double)f->bytes / 1e6, f->cached, f->bdir, f->failed, f->l.maps_no_build_id, (double)(f->t1 - f->t0) / 1e9);
+	return f->progress;
 }
 
-/* The fetch gave up (timeout, agent gone): the rest is listed as not fetched. */
-void gbinfetch_abort(struct gbinfetch *f, const char *why)
+void gbinfetch_summary(const struct gbinfetch *f, FILE *out)
 {
+	if (f->trust)
+		fprintf(out, "guest binaries: %zu that user-mode samples ran in: %u fetched (%.1f MB), %u already in %s, "
+			"%u not sent", f->l.n, f->fetched, (double)f->bytes / 1e6, f->cached, f->bdir, f->failed);
+	else
+		fprintf(out, "guest binaries: %zu that user-mode samples ran in: %u fetched (%.1f MB, for %s), "
+			"%u not sent", f->l.n, f->fetched, (double)f->bytes / 1e6, f->bdir, f->failed);
+	if (f->cut)
+		fprintf(out, ", %u CUT: %s", f->cut, f->cut_why);
+	fprintf(out, "; %" PRIu64 " mappings without a build-id; scan and fetch took %.2f s\n", f->l.maps_no_build_id,
+		(double)(util_now_ns(CLOCK_MONOTONIC) - f->t0) / 1e9);
+	if (f->short_replies)
+		fprintf(out, "guest binaries: %" PRIu64 " replies shorter than %u KiB that were no file's end: no "
+			"progress (the agent sends 4 MiB chunks)\n", f->short_replies, GBIN_MIN_CHUNK >> 10);
+}
+
+/* The fetch gave up (status "cut:..." with why, or "refused:agent-gone"): the files fetched
+ * stay, the rest is listed with status. */
+void gbinfetch_abort(struct gbinfetch *f, const char *status, const char *why)
+{
+	bool cut = !strncmp(status, "cut:", 4);
+	size_t cur = f->next;
+
+	if (cut && !f->cut_why[0] && f->next < f->l.n)
+		snprintf(f->cut_why, sizeof(f->cut_why), "%s", why);
 	for (; f->next < f->l.n; f->next++) {
-		f->failed++;
-		gbinfetch_line(f, &f->l.v[f->next], why);
+		cut ? f->cut++ : f->failed++;
+		gbinfetch_line(f, &f->l.v[f->next], status);
 	}
-	if (f->fd >= 0)
-		close(f->fd), f->fd = -1; /* its .part file is not in the index: the merge ignores it */
+	if (f->fd >= 0) { /* a file half fetched is no use: the merge would not take it */
+		char hex[2 * ELF_NOTES_BUILD_ID_MAX + 1], part[2 * ELF_NOTES_BUILD_ID_MAX + 8];
+
+		close(f->fd), f->fd = -1;
+		if (cur < f->l.n) {
+			merge_gbin_hex(f->l.v[cur].id, f->l.v[cur].len, hex);
+			snprintf(part, sizeof(part), "%s.part", hex);
+			unlinkat(f->dfd, part, 0);
+		}
+	}
 }
 
 void gbinfetch_free(struct gbinfetch *f)

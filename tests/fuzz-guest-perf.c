@@ -12,7 +12,9 @@
  * (collector/spool-side.c, from the input's records): perf-cpu0.side holds the task records of
  * the first half, and the merge reads it, then the spool from the cut. With bit 3 the guest has
  * two CPUs and perf-cpu1.spool is the same stream for CPU 1: every record is tied with its twin,
- * so the order among equal times (the look ahead for a FORK, merge_gperf_rank) is fuzzed too. */
+ * so the order among equal times (the look ahead for a FORK, merge_gperf_rank) is fuzzed too.
+ * The input also goes, as it is, to the host build-id collector (gbinhost.c: MMAP/MMAP2 records
+ * and the BUILD_ID feature). */
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
@@ -66,6 +68,31 @@ static void fuzz_side(const uint8_t *spool, size_t n, size_t from)
 	if (spool_side_cut(t, from + (off - from) / 2, from, 0, &hole_end) < 0)
 		abort();
 	spool_side_free(t);
+}
+
+/* The same bytes as host.data's records and its BUILD_ID feature (collector/merge/gbinhost.c;
+ * a --host-data file is the user's, still bounds-checked). */
+static void fuzz_host_ids(const uint8_t *p, size_t n)
+{
+	static uint64_t rec[65536 / 8];
+	struct gbin_host h = { 0 };
+	uint8_t id[ELF_NOTES_BUILD_ID_MAX] = { 0 };
+
+	for (size_t off = 0; off + 8 <= n;) {
+		struct perf_event_header eh;
+
+		memcpy(&eh, p + off, sizeof(eh));
+		if (eh.size < 8 || eh.size > n - off)
+			break;
+		memcpy(rec, p + off, eh.size); /* aligned, as the reader hands them */
+		merge_gbin_host_record(&h, (const struct perf_event_header *)rec);
+		off += eh.size;
+	}
+	merge_gbin_host_feature(&h, p, n);
+	merge_gbin_host_sort(&h);
+	memcpy(id, p, MIN(n, sizeof(id)));
+	(void)merge_gbin_host_has(&h, id, sizeof(id));
+	merge_gbin_host_free(&h);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -132,5 +159,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (l.v[i].len == 0 || l.v[i].len > ELF_NOTES_BUILD_ID_MAX || !merge_gbin_path_ok(l.v[i].path))
 				abort();
 	merge_gbin_list_free(&l);
+	fuzz_host_ids(data + 1, size - 1);
 	return 0;
 }

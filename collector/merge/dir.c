@@ -45,7 +45,7 @@ static void unlink_in(const char *dir, const char *name)
 		unlink(p);
 }
 
-/* Removes a perf.data directory this merge could have written (data, kcore_dir__*); anything
+/* Removes a perf.data directory this merge could have written (data, kcore_dir__*, buildids); anything
  * else in it is left alone and refused. */
 static int dir_remove_ours(const char *path)
 {
@@ -62,6 +62,8 @@ static int dir_remove_ours(const char *path)
 			continue;
 		if (!strcmp(e->d_name, "data"))
 			r = unlinkat(dirfd(d), "data", 0) < 0 ? -errno : 0;
+		else if (!strcmp(e->d_name, GBIN_OUT_DIR))
+			r = merge_gbin_remove_dir(dirfd(d), GBIN_OUT_DIR);
 		else if (!strncmp(e->d_name, "kcore_dir", 9)) {
 			char sub[PATH_MAX + 256];
 
@@ -104,13 +106,14 @@ static int out_backup(const char *out)
 	return 0;
 }
 
-int merge_dir_prepare(struct merge_ctx *m, const char *out, char *data, size_t len)
+int merge_dir_prepare(struct merge_ctx *m, const char *session_dir, const char *out, char *data, size_t len)
 {
 	int r = out_backup(out);
 
 	if (r < 0)
 		return r;
-	m->out_dir = m->gp.present && m->gp.ktext;
+	/* guest binaries go in OUT/buildids (merge_gbin_settle) */
+	m->out_dir = m->gp.present && (m->gp.ktext || merge_gbin_any(session_dir));
 	if (!m->out_dir) {
 		snprintf(data, len, "%s", out);
 		return 0;
@@ -131,7 +134,7 @@ int merge_dir_finish(struct merge_ctx *m, const char *session_dir, const char *o
 	size_t n;
 	int r;
 
-	if (!m->out_dir)
+	if (!m->out_dir || !m->gp.ktext)
 		return 0;
 	snprintf(src, sizeof(src), "%s/guest/kallsyms", session_dir);
 	if ((r = util_read_file(src, KALLSYMS_MAX, &text, &n)) < 0)

@@ -3,6 +3,7 @@
  * files the guest's user-mode samples ran in (the scan: the daemon asks the agent for them at
  * stop), and their install into perf's build-id cache, where perf report looks a guest DSO up
  * by the build-id of its MMAP2 record (the merge: SESSION/binaries/ → BUILDID_DIR). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -347,78 +348,196 @@ static int gbin_unhex(const char *hex, uint8_t *id, size_t *ret_len)
 	return 0;
 }
 
-/* One "HEX fetched PATH" line: the file checked again (it sat on disk) and installed. */
-static int gbin_settle_one(int dfd, const char *bdir, const char *hex, const char *path, const char *dir)
+/* Whether the host's own file at the guest's path carries that build-id (trust mode: perf
+ * would read the guest's copy for the host's file). */
+static bool gbin_host_file_has(const char *path, const uint8_t *id, size_t len)
+{
+	uint8_t hid[ELF_NOTES_BUILD_ID_MAX];
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	size_t n = 0;
+
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       elf_file_build_id_fd(fd, (uint64_t)st.st_size, hid, &n) == 0 && n == len && !memcmp(hid, id, n);
+}
+
+/* One "HEX fetched PATH" line: the file checked again (it sat on disk), the host's build-ids
+ * refused (-EEXIST), then installed (1: it was there already). */
+static int gbin_settle_one(int dfd, const struct gbin_settled *st, const struct gbin_host *host,
+			   const char *hex, const char *path, const char *dir)
 {
 	uint8_t want[ELF_NOTES_BUILD_ID_MAX], id[ELF_NOTES_BUILD_ID_MAX];
 	size_t wl = 0, n = 0;
 	_cleanup_close_ int fd = -1;
 	char file[PATH_MAX + 64];
-	struct stat st;
+	struct stat sb;
 	int r;
 
 	if (gbin_unhex(hex, want, &wl) < 0 || !merge_gbin_path_ok(path))
 		return -EINVAL;
 	fd = openat(dfd, hex, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || fstat(fd, &st) < 0)
+	if (fd < 0 || fstat(fd, &sb) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > VT_BINARY_MAX)
+	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > VT_BINARY_MAX)
 		return -EINVAL;
-	if ((r = elf_file_build_id_fd(fd, (uint64_t)st.st_size, id, &n)) < 0)
+	if ((r = elf_file_build_id_fd(fd, (uint64_t)sb.st_size, id, &n)) < 0)
 		return r;
 	if (n != wl || memcmp(id, want, n))
 		return -ESTALE;
+	if ((host && merge_gbin_host_has(host, id, n)) || (st->trusted && gbin_host_file_has(path, id, n)))
+		return -EEXIST;
+	if (st->trusted && merge_gbin_cached(st->bdir, id, n))
+		return 1;
 	snprintf(file, sizeof(file), "%s/binaries/%s", dir, hex);
-	return merge_gbin_install(bdir, path, id, n, file);
+	return merge_gbin_install(st->bdir, path, id, n, file);
 }
 
-/* session.ini's buildid_dir (where the daemon looked), else $HOME/.debug. */
-static void gbin_session_bdir(const char *dir, char *buf, size_t size)
+/* session.ini's value of key (bare "key=" lines), or "" */
+static void gbin_session_get(const char *dir, const char *key, char *buf, size_t size)
 {
 	_cleanup_free_ char *ini = NULL;
-	char path[PATH_MAX + 16];
+	char path[PATH_MAX + 16], pat[64];
 	const char *p;
 
+	buf[0] = '\0';
 	snprintf(path, sizeof(path), "%s/session.ini", dir);
-	if (util_read_file(path, 1u << 20, &ini, NULL) == 0 && (p = strstr(ini, "\nbuildid_dir=/")))
-		snprintf(buf, size, "%.*s", (int)strcspn(p + 13, "\n"), p + 13);
-	else
+	snprintf(pat, sizeof(pat), "\n%s=", key);
+	if (util_read_file(path, 1u << 20, &ini, NULL) == 0 && (p = strstr(ini, pat)))
+		snprintf(buf, size, "%.*s", (int)strcspn(p + strlen(pat), "\n"), p + strlen(pat));
+}
+
+bool merge_gbin_trusted(const char *dir, bool opt)
+{
+	char v[16];
+
+	gbin_session_get(dir, "opt_trust_guest_binaries", v, sizeof(v));
+	return opt || !strcmp(v, "1");
+}
+
+/* Trusted: session.ini's buildid_dir (where the daemon looked), else $HOME/.debug. */
+static void gbin_session_bdir(const char *dir, char *buf, size_t size)
+{
+	gbin_session_get(dir, "buildid_dir", buf, size);
+	if (buf[0] != '/')
 		merge_gbin_default_dir(buf, size);
 }
 
-int merge_gbin_settle(const char *dir, struct gbin_settled *ret)
+/* SESSION/binaries/index, or -ENOENT. */
+static int gbin_index(const char *dir, int *ret_dfd, char **ret_text)
+{
+	char path[PATH_MAX + 16];
+	int dfd;
+
+	snprintf(path, sizeof(path), "%s/binaries", dir);
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || util_read_file_at(dfd, "index", 16u << 20, ret_text, NULL) < 0) {
+		if (dfd >= 0)
+			close(dfd);
+		return -ENOENT;
+	}
+	*ret_dfd = dfd;
+	return 0;
+}
+
+bool merge_gbin_any(const char *dir)
 {
 	_cleanup_free_ char *text = NULL;
 	_cleanup_close_ int dfd = -1;
-	char path[PATH_MAX + 16];
 
-	*ret = (struct gbin_settled){ 0 };
-	snprintf(path, sizeof(path), "%s/binaries", dir);
-	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || util_read_file_at(dfd, "index", 16u << 20, &text, NULL) < 0)
+	return gbin_index(dir, &dfd, &text) == 0 && strstr(text, " fetched /");
+}
+
+static void gbin_settle_line(struct gbin_settled *st, int dfd, const struct gbin_host *host, char *line,
+			     const char *dir)
+{
+	char hex[64], status[64];
+	int pos = 0, r;
+
+	if (sscanf(line, "# user-mode samples %*u, their executable mappings without a build-id %" SCNu64,
+		   &st->no_build_id) == 1 || line[0] == '#')
+		return;
+	if (sscanf(line, "%63s %63s %n", hex, status, &pos) < 2 || !pos)
+		return;
+	if (!strcmp(status, "cached")) {
+		st->cached++;
+	} else if (!strncmp(status, "cut:", 4)) {
+		st->cut++;
+	} else if (strcmp(status, "fetched")) {
+		st->not_sent++;
+	} else if (!st->bdir[0]) {
+		st->no_dir++;
+	} else if ((r = gbin_settle_one(dfd, st, host, hex, line + pos, dir)) == -EEXIST) {
+		st->host_ids++;
+	} else if (r == 1) {
+		st->cached++;
+	} else if (r == 0) {
+		st->installed++;
+	} else {
+		st->bad++;
+	}
+}
+
+int merge_gbin_settle(const char *dir, const char *out_dir, bool trust, const struct gbin_host *host,
+		      struct gbin_settled *ret)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_close_ int dfd = -1;
+
+	*ret = (struct gbin_settled){ .trusted = trust };
+	if (gbin_index(dir, &dfd, &text) < 0)
 		return -ENOENT;
-	gbin_session_bdir(dir, ret->bdir, sizeof(ret->bdir));
+	if (trust)
+		gbin_session_bdir(dir, ret->bdir, sizeof(ret->bdir));
+	else if (out_dir)
+		snprintf(ret->bdir, sizeof(ret->bdir), "%s/" GBIN_OUT_DIR, out_dir);
 	for (char *line = text, *next; *line; line = next) {
-		char hex[64], status[64];
-		int pos = 0;
-
 		next = line + strcspn(line, "\n");
 		if (*next)
 			*next++ = '\0';
-		if (sscanf(line, "# user-mode samples %*u, their executable mappings without a build-id %" SCNu64,
-			   &ret->no_build_id) == 1 || line[0] == '#')
-			continue;
-		if (sscanf(line, "%63s %63s %n", hex, status, &pos) < 2 || !pos)
-			continue;
-		if (!strcmp(status, "cached")) {
-			ret->cached++;
-		} else if (strcmp(status, "fetched")) {
-			ret->not_sent++;
-		} else if (gbin_settle_one(dfd, ret->bdir, hex, line + pos, dir) == 0) {
-			ret->installed++;
-		} else {
-			ret->bad++;
-		}
+		gbin_settle_line(ret, dfd, host, line, dir);
 	}
 	return 0;
+}
+
+/* Removes what dfd holds, depth at most 64 (paths are checked: far fewer levels). */
+static int gbin_remove_at(int dfd, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *e;
+	int r = 0;
+
+	if (!d) {
+		close(dfd);
+		return -errno;
+	}
+	while (r == 0 && (e = readdir(d))) {
+		struct stat st;
+		int sub;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = -errno;
+		} else if (!S_ISDIR(st.st_mode)) {
+			r = unlinkat(dirfd(d), e->d_name, 0) < 0 ? -errno : 0;
+		} else if (depth >= 64) {
+			r = -ELOOP;
+		} else if ((sub = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+			r = -errno;
+		} else if ((r = gbin_remove_at(sub, depth + 1)) == 0) {
+			r = unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) < 0 ? -errno : 0;
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int merge_gbin_remove_dir(int parent_fd, const char *name)
+{
+	int fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	r = gbin_remove_at(fd, 0);
+	return r < 0 ? r : unlinkat(parent_fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }

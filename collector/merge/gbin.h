@@ -10,6 +10,7 @@
 #include "elf_notes.h"
 
 #define GBIN_PATH_MAX 1024 /* a longer guest path is not fetched */
+#define GBIN_OUT_DIR "buildids" /* OUT/buildids: the output's own build-id cache (perf --buildid-dir) */
 
 struct gbin_want {
 	uint8_t len, id[ELF_NOTES_BUILD_ID_MAX];
@@ -41,13 +42,51 @@ int merge_gbin_install(const char *bdir, const char *path, const uint8_t *id, si
 /* perf's default cache: $HOME/.debug. */
 void merge_gbin_default_dir(char *buf, size_t size);
 
+/* ---- gbinhost.c: the host's build-ids, which no guest binary may take ---- */
+struct gbin_id {
+	uint8_t len, id[ELF_NOTES_BUILD_ID_MAX];
+};
+
+struct gbin_host {
+	struct gbin_id *ids; /* host.data's and its files' build-ids */
+	size_t n_ids, cap_ids;
+	bool sorted;
+	char **paths; /* host paths host.data's MMAP/MMAP2 records name */
+	size_t n_paths, cap_paths;
+	uint64_t files;    /* host files whose build-id was read */
+	uint64_t overflow; /* paths or ids past the bounds, not checked */
+};
+
+struct perf_event_header;
+/* One host.data record: MMAP and MMAP2 (their path, an MMAP2 build-id); others are ignored. */
+void merge_gbin_host_record(struct gbin_host *h, const struct perf_event_header *e);
+/* host.data's BUILD_ID feature (perf's layout; bounds-checked). */
+void merge_gbin_host_feature(struct gbin_host *h, const uint8_t *buf, size_t len);
+/* Reads the build-id of every host file named (after the last record), and sorts. */
+void merge_gbin_host_resolve(struct gbin_host *h);
+void merge_gbin_host_sort(struct gbin_host *h);
+bool merge_gbin_host_has(const struct gbin_host *h, const uint8_t *id, size_t len);
+void merge_gbin_host_free(struct gbin_host *h);
+
 struct gbin_settled {
 	char bdir[4096];
-	unsigned installed, cached, not_sent, bad;
-	uint64_t no_build_id;
+	bool trusted; /* into the user's cache ($HOME/.debug): --trust-guest-binaries */
+	unsigned installed, cached, not_sent, bad, host_ids, no_dir;
+	uint64_t no_build_id, cut;
 };
 
 /* The merge's part: every binary SESSION/binaries/index lists as fetched, checked again and
- * placed in the build-id cache (session.ini buildid_dir, else $HOME/.debug). -ENOENT when the
- * session fetched none (no guest perf, or --no-guest-binaries). */
-int merge_gbin_settle(const char *dir, struct gbin_settled *ret);
+ * placed in a build-id cache: OUT/buildids (out_dir, a perf.data directory; NULL: nowhere, pipe
+ * output), or with trust (the merge's --trust-guest-binaries or session.ini
+ * opt_trust_guest_binaries=1) perf's own cache (session.ini buildid_dir, else $HOME/.debug). A
+ * build-id the host holds (host: host.data's and its files'; in the user's cache, one there
+ * already) is never placed: counted in host_ids. -ENOENT when the session fetched none (no guest
+ * perf, or --no-guest-binaries). */
+int merge_gbin_settle(const char *dir, const char *out_dir, bool trust, const struct gbin_host *host,
+		      struct gbin_settled *ret);
+/* Whether SESSION/binaries/index lists a fetched binary (the output then is a directory). */
+bool merge_gbin_any(const char *dir);
+/* Whether the merge of session dir places guest binaries in the user's cache. */
+bool merge_gbin_trusted(const char *dir, bool opt);
+/* Removes OUT/buildids as the merge wrote it (directories, files, symlinks; nothing followed). */
+int merge_gbin_remove_dir(int parent_fd, const char *name);

@@ -247,8 +247,9 @@ static bool gp_layout(const uint8_t *r, uint16_t size, struct gperf_layout *ret)
 		return gp_str_ok(r, 16, t);
 	case PERF_RECORD_MMAP:
 		return gp_str_ok(r, 40, t);
-	case PERF_RECORD_MMAP2:
-		return gp_str_ok(r, 72, t);
+	case PERF_RECORD_MMAP2: /* perf copies build_id_size bytes into 20 (util/build-id.c build_id__init) */
+		return gp_str_ok(r, 72, t) &&
+		       (!(h.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) || (r[40] > 0 && r[40] <= ELF_NOTES_BUILD_ID_MAX));
 	case PERF_RECORD_KSYMBOL:
 		return gp_str_ok(r, 24, t);
 	case PERF_RECORD_FORK:

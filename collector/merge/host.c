@@ -92,6 +92,17 @@ void merge_host_horizon(struct merge_host *h, uint64_t size, uint64_t ts)
 	h->horizon_ts = MAX(h->horizon_ts, ts);
 }
 
+/* After the last record: the host's build-ids (its BUILD_ID feature, its files') complete. */
+void merge_host_build_ids(struct merge_host *h)
+{
+	_cleanup_free_ uint8_t *d = NULL;
+	size_t len = 0;
+
+	if (h->present && perf_reader_feature(h->r, PERF_FEAT_BUILD_ID, &d, &len) == 0)
+		merge_gbin_host_feature(&h->ids, d, len);
+	merge_gbin_host_resolve(&h->ids);
+}
+
 int merge_host_finish(struct merge_host *h)
 {
 	char err[200];
@@ -228,6 +239,8 @@ static int host_read_one(struct merge_host *h, struct host_rec **ret_imm)
 		return r;
 	}
 	h->records++;
+	if (e->type == PERF_RECORD_MMAP || e->type == PERF_RECORD_MMAP2)
+		merge_gbin_host_record(&h->ids, e);
 	if (e->type == PERF_REC_THREAD_MAP || e->type == PERF_REC_CPU_MAP) {
 		bool *seen = e->type == PERF_REC_THREAD_MAP ? &h->thread_map : &h->cpu_map;
 
@@ -342,6 +355,7 @@ void merge_host_free(struct merge_host *h)
 			free(h->q[i]);
 	free(h->q);
 	free(h->imm);
+	merge_gbin_host_free(&h->ids);
 	perf_reader_free(h->r);
 	memset(h, 0, sizeof(*h));
 }

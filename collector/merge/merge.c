@@ -855,21 +855,38 @@ int merge_clock_state(const char *session_dir, char *why, size_t whylen)
 	return r < 0 ? r : r ? 1 : 0;
 }
 
-/* Guest binaries fetched at stop go into perf's build-id cache, and the summary says so. */
-static void merge_gbin_summary(const char *dir)
+/* Guest binaries fetched at stop go into the output's own build-id cache (OUT/buildids; with
+ * --trust-guest-binaries perf's, $HOME/.debug), never under a build-id the host holds; the
+ * summary says where and how perf reads them. */
+static void merge_gbin_summary(struct merge_ctx *m, const struct merge_options *o)
 {
+	bool trust = merge_gbin_trusted(o->session_dir, o->trust_binaries);
 	struct gbin_settled st;
 
-	if (merge_gbin_settle(dir, &st) < 0)
+	if (merge_gbin_any(o->session_dir)) /* reads the host files' build-ids: only when it matters */
+		merge_host_build_ids(&m->host);
+	if (merge_gbin_settle(o->session_dir, m->out_dir && !m->pipe ? o->output : NULL, trust, &m->host.ids, &st) < 0)
 		return;
-	printf("  guest binaries: %u in perf's build-id cache %s (%u placed now, %u there before), %u not sent",
-	       st.installed + st.cached, st.bdir, st.installed, st.cached, st.not_sent + st.bad);
+	printf("  guest binaries: %u in %s%s (%u placed now, %u there before), %u not sent",
+	       st.installed + st.cached, !st.bdir[0] ? "no build-id directory (the output is no perf.data directory)" :
+	       o->follow && !trust ? "the output's " GBIN_OUT_DIR "/ (live.data's, stop moves it with the output)" : st.bdir,
+	       trust ? " (perf's own cache: --trust-guest-binaries)" : "", st.installed, st.cached, st.not_sent + st.bad);
+	if (st.cut)
+		printf(", %" PRIu64 " cut (the fetch ended early: see the stop summary)", st.cut);
+	if (st.host_ids)
+		printf(", %u REFUSED: their build-id is the host's (host.data's or a host file's; perf reads the "
+		       "host's file for it, or names nothing)", st.host_ids);
+	if (st.no_dir)
+		printf(", %u not placed (no perf.data directory)", st.no_dir);
 	if (st.no_build_id)
 		printf("; %" PRIu64 " mappings without a build-id: perf names their functions [unknown]", st.no_build_id);
 	printf("\n");
 	if (st.bad)
 		log_warn("%u guest binaries in %s/binaries failed their check again (build-id, size, path): not used",
-			 st.bad, dir);
+			 st.bad, o->session_dir);
+	if (st.installed + st.cached && !trust && !o->follow)
+		printf("  guest user functions: perf --buildid-dir %s/" GBIN_OUT_DIR " report -i %s\n", o->output,
+		       o->output);
 }
 
 /* Pipe mode: the attrs as HEADER_ATTR records and the tracing data (the host's tracefs formats
@@ -949,7 +966,7 @@ int merge_run(const struct merge_options *o)
 			log_error("standard output: cannot write the pipe-mode header: %s", strerror(-r));
 			goto out;
 		}
-	} else if ((r = merge_dir_prepare(m, o->output, data, sizeof(data))) < 0) {
+	} else if ((r = merge_dir_prepare(m, o->session_dir, o->output, data, sizeof(data))) < 0) {
 		goto out;
 	} else if ((r = perf_writer_open(data, o->zstd_level, &m->w)) < 0) {
 		log_error("%s: cannot create: %s", data, strerror(-r));
@@ -1011,7 +1028,7 @@ int merge_run(const struct merge_options *o)
 	if (o->snapshot)
 		printf("  snapshot: each stream as far as its spool held when the snapshot was taken; the "
 		       "session goes on\n");
-	merge_gbin_summary(o->session_dir);
+	merge_gbin_summary(m, o);
 	if (m->out_dir)
 		printf("  output: a perf.data directory: %s/data and %s/kcore_dir__%" PRIu64 "/kallsyms (the guest's "
 		       "kernel symbols; perf -i %s reads both)\n", o->output, o->output, m->guest.machine_pid, o->output);

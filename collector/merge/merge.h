@@ -14,6 +14,7 @@
 #include "elf_notes.h"
 #include "ftrace_page.h"
 #include "hash.h"
+#include "gbin.h"
 #include "marker.h"
 #include "perf_events.h"
 #include "perf_file.h"
@@ -41,6 +42,7 @@ struct merge_options {
 	int follow_fd;
 	uint64_t max_bytes;    /* the output may take this many bytes at most (0: no limit; stop's
 				* disk budget): past it the merge fails with -EFBIG, nothing kept */
+	bool trust_binaries;   /* --trust-guest-binaries: guest binaries into $HOME/.debug */
 };
 
 /* Following: a live clock fit is used once its probes span this much at least. */
@@ -302,6 +304,7 @@ struct merge_host {
 					    * horizon_size bytes (the daemon's word, after a ping) */
 	uint64_t bound;                    /* peek returned 2: no later record is before this */
 	uint64_t bound_limit, bound_seq;   /* the release that returned 2: redone only when a record came or the limit moved */
+	struct gbin_host ids;              /* its build-ids, which no guest binary may take (gbinhost.c) */
 	char err[256];
 };
 
@@ -317,6 +320,8 @@ int merge_host_peek(struct merge_host *h, struct host_rec **ret, bool *ret_immed
 int merge_host_open_follow(struct merge_host *h, const char *path, char *err, size_t errlen);
 void merge_host_horizon(struct merge_host *h, uint64_t size, uint64_t ts);
 int merge_host_finish(struct merge_host *h);
+/* After the last record: completes h->ids (the feature, the files' build-ids). */
+void merge_host_build_ids(struct merge_host *h);
 /* Consumes the record peek returned (the caller owns it and frees it). */
 void merge_host_take(struct merge_host *h);
 void merge_host_free(struct merge_host *h);

@@ -55,7 +55,7 @@ int merge_gperf_emit(struct merge_ctx *m, struct gperf_cpu *c);
 void merge_gperf_attrs(struct merge_ctx *m, struct perf_attr_ids *out);
 int merge_gperf_kernel_mmap(struct merge_ctx *m);
 /* dir.c: keeps an existing OUT as OUT.old, decides the output's form (a perf.data
- * directory when guest kernel symbols go with it) and gives the path of the perf.data to write
+ * directory when guest kernel symbols or guest binaries (OUT/buildids) go with it) and gives the path of the perf.data to write
  * into data; finish adds OUT/kcore_dir__<qemu pid>/kallsyms. 0 or -errno (said). */
-int merge_dir_prepare(struct merge_ctx *m, const char *out, char *data, size_t len);
+int merge_dir_prepare(struct merge_ctx *m, const char *session_dir, const char *out, char *data, size_t len);
 int merge_dir_finish(struct merge_ctx *m, const char *session_dir, const char *out);

@@ -5,22 +5,24 @@
 #      script tags its samples VM:<qemu pid> VCPU:<n> on both vCPUs with call chains, every one of
 #      them lies between its own vCPU's begin and end markers (within the clock's error bound),
 #      guest samples interleave with host events, and perf prints no warning;
-#      guest user functions are named with no options: stop fetched the binaries the samples ran
-#      in into perf's build-id cache ($HOME/.debug, a fresh HOME here), so vt-spin's samples name
-#      workload_spin_hot; guest module functions (virtio_console's, in the agent's call chains
+#      guest user functions are named by the command the summary prints (perf --buildid-dir
+#      OUT/buildids report -i OUT): stop fetched the binaries the samples ran in into the output's
+#      own build-id dir, so vt-spin's samples name workload_spin_hot, and $HOME/.debug (a fresh
+#      HOME here) is never written; guest module functions (virtio_console's, in the agent's call chains
 #      during a flood of marker lines) are named from the guest's kallsyms; a host recording's
 #      guest-mode sample of this QEMU (made from a real host sample: no KVM here) too;
 #   3. (run before 2) the same with --live-merge: merged while tracing, same events as offline;
 #   4. (run before 2) with --flight-recorder 4M: perf streams cut, task records kept aside;
 #   2. the same spinner at SCHED_FIFO beside an 8 KiB guest perf ring: the agent cannot drain it,
 #      the kernel's LOST records reach perf (report --stats) and the stop summary says as much;
-#      the workload binary is not fetched again (already in the cache).
+#      with --trust-guest-binaries: the workload binary goes to $HOME/.debug, plain perf report
+#      names it.
 . "$(dirname "$0")/lib.sh"
 
 e2e_init gperf
 gperf_flood() { e2e_say "flood $1 $2" && e2e_wait "^vt-e2e: flood done $1 status 0" 90; }
 out=$T/out.data
-export HOME=$T/home # perf's build-id cache: $HOME/.debug, for the daemon and perf alike
+export HOME=$T/home # perf's build-id cache: $HOME/.debug, for the daemon and perf alike (only --trust-guest-binaries writes it)
 mkdir -p "$HOME"
 
 check "boot 2 vCPUs (setup's ports include perf-path-cpuN)" e2e_boot --cpus 2
@@ -70,14 +72,20 @@ check_out "host samples still name host kernel functions" '\[kernel\.kallsyms\] 
 	bash -c '"$1" report -i "$2" --stdio --no-children --sort dso,sym 2>/dev/null | awk "/of event .sched:sched_switch./ { on = 1; next } /of event/ { on = 0 } on"' _ "$PERF" "$out"
 # Guest user functions with no options: the binaries fetched at stop, by build-id.
 check_out "stop summary: guest binaries fetched" '^guest binaries: [0-9]+ that user-mode samples ran in: [1-9][0-9]* fetched' echo "$sum"
-check_out "merge summary: placed in perf's build-id cache" "guest binaries: [1-9][0-9]* in perf's build-id cache $HOME/.debug" echo "$sum"
+check_out "merge summary: placed in the output's own build-id dir (the live merge's, renamed with it)" \
+	"guest binaries: [1-9][0-9]* in .*buildids/? " echo "$sum"
+check "OUT/buildids holds them in perf's layout" bash -c 'ls "$1"/.build-id/*/* >/dev/null' _ "$out/buildids"
+# the command the summary prints: perf --buildid-dir DIR report -i OUT
+gdir=$(sed -n 's/^  guest user functions: perf --buildid-dir \([^ ]*\) report -i .*/\1/p' <<<"$sum")
+check "stop summary prints the perf command for guest user functions (--buildid-dir ${gdir:-none})" test "$gdir" = "$out/buildids"
+check "\$HOME/.debug is not written" test ! -e "$HOME/.debug"
 wbid=$(readelf -n "$(e2e_session)"/binaries/[0-9a-f]*[0-9a-f] 2>/dev/null | awk '/Build ID/ { print $3 }' | head -n 20)
 check "the session's binaries are ELF files with the build-ids they are named by" bash -c '
 	for f in "$1"/binaries/*; do case $f in *index|*.part) continue;; esac
 		[ "$(readelf -n "$f" | awk "/Build ID/ { print \$3 }")" = "$(basename "$f")" ] || exit 1; done' _ "$(e2e_session)"
-check_out "perf report (no options): vt-spin's samples name workload_spin_hot in the guest's workload binary" \
+check_out "perf report (the summary's command): vt-spin's samples name workload_spin_hot in the guest's workload binary" \
 	'^ +[0-9.]+% +vt-spin +workload +\[u\] workload_spin_hot' \
-	bash -c '"$1" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$out"
+	bash -c '"$1" --buildid-dir "$3" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$out" "$gdir"
 # Host-side guest samples (a KVM host's perf record -e cycles:G): no KVM here, so one sample of
 # the real host recording is made a guest kernel sample of this QEMU at native_safe_halt.
 hs=$(e2e_session)
@@ -88,8 +96,8 @@ check "merge --host-data with it" tc merge "$hs" --host-data "$T/hg.data" -o "$T
 check_out "perf script names the host's guest-mode sample from the guest's kallsyms, in the guest machine" \
 	"^ *\[guest/$qpid\] +$qpid +sched:sched_switch: +ffffffff[0-9a-f]+ native_safe_halt \(\[guest\.kernel\.kallsyms\.$qpid\]\)" \
 	"$PERF" script -i "$T/hg.out" -F comm,pid,event,ip,sym,dso
-check_out "perf annotate disassembles workload_spin_hot from the guest's binary (the build-id cache's copy)" \
-	'^ +: +[0-9]+ +0000000000[0-9a-f]+ <workload_spin_hot>:' "$PERF" annotate -i "$out" --stdio workload_spin_hot
+check_out "perf annotate disassembles workload_spin_hot from the guest's binary (the output's build-id dir's copy)" \
+	'^ +: +[0-9]+ +0000000000[0-9a-f]+ <workload_spin_hot>:' "$PERF" --buildid-dir "$gdir" annotate -i "$out" --stdio workload_spin_hot
 bound=$(sed -n 's/^clock_error_bound_ns=//p' "$(e2e_session)/merge.ini")
 check "every vt-spin sample lies between its vCPU's markers (+- ${bound:-?} ns)" e2e_spin_in_window "$out" "${bound:-0}"
 check "guest samples interleave with host events" bash -c '"$1" script -i "$2" -F event 2>/dev/null | awk "
@@ -150,8 +158,8 @@ check "snapshot while spinning exits 0" test $? -eq 0
 echo "$fsnap"
 check_out "snapshot: the oldest perf records dropped, their task records kept" 'flight recorder: the oldest [1-9][0-9]* records .* [1-9][0-9]* task and mapping records of them kept' echo "$fsnap"
 check "snapshot: perf reads it without a warning" e2e_no_warnings "$T/fsnap.data" "$fsnap"
-check_out "snapshot: vt-spin's samples name workload_spin_hot" '^ +[0-9.]+% +vt-spin +workload +\[u\] workload_spin_hot' \
-	bash -c '"$1" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$T/fsnap.data"
+check_out "snapshot: vt-spin's samples name workload_spin_hot (with the first session's build-id dir: snapshots fetch no binaries)" '^ +[0-9.]+% +vt-spin +workload +\[u\] workload_spin_hot' \
+	bash -c '"$1" --buildid-dir "$3" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$T/fsnap.data" "$gdir"
 check "guest: the spin ends" e2e_wait '^vt-e2e: spin done 24000 status 0' 60
 for _ in 1 2 3 4; do du=$(perf_du "$fsess"); [ "$du" -gt "$max" ] && max=$du; sleep 0.2; done
 # Per CPU: the window, the cut's step (max(1 MiB, window / 8)), one 512 KiB block, the partial tail, the begin page.
@@ -165,21 +173,23 @@ check "merge summary: no guest perf bytes missing in transport" bash -c '! grep 
 check "perf script/report: no warnings" e2e_no_warnings "$T/fr.data" "$fsum"
 check_out "vt-spin's samples still carry its name and workload_spin_hot (its COMM and MMAP2 came before the window)" \
 	'^ +[0-9.]+% +vt-spin +workload +\[u\] workload_spin_hot' \
-	bash -c '"$1" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$T/fr.data"
+	bash -c '"$1" --buildid-dir "$2/buildids" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$T/fr.data"
 first=$("$PERF" script -i "$T/fr.data" -F comm,time,event 2>/dev/null | awk '/vt-spin .*cpu-clock:G/ { sub(/:$/, "", $2); print $2; exit }')
 begin=$("$PERF" script -i "$T/fr.data" -F time,trace 2>/dev/null | awk '/vt-e2e spin begin/ { sub(/:$/, "", $1); print $1; exit }')
 check "the oldest samples are gone: the first vt-spin sample kept (${first:-none}) is seconds after the spin began (${begin:-dropped})" \
 	bash -c '[ -n "$1" ] && { [ -z "$2" ] || awk -v a="$1" -v b="$2" "BEGIN { exit !(a - b > 2) }"; }' _ "$first" "$begin"
 
 # 2: the ring overflows; LOST reaches perf.
-check_out "start --guest-perf --guest-perf-kb 8" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf --guest-perf-kb 8
+check_out "start --guest-perf --guest-perf-kb 8 --trust-guest-binaries" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf --guest-perf-kb 8 --trust-guest-binaries
 check "guest: vt-spin at SCHED_FIFO for 2 s" e2e_spin "2000 f"
 sum=$(e2e_stop -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"
 check "guest powers off cleanly" e2e_end
-check_out "second session: the workload binary is not fetched again" '^guest binaries: [0-9]+ that user-mode samples ran in: 0 fetched \(0.0 MB\), [1-9][0-9]* already in' echo "$sum"
-check "stop -o on an existing perf.data directory keeps it as OUT.old, like perf record" test -f "$out.old/data"
+check_out "trusted: the workload binary placed in \$HOME/.debug" "guest binaries: [1-9][0-9]* in $HOME/.debug \(perf's own cache" echo "$sum"
+check "trusted: \$HOME/.debug holds the guest binaries in perf's layout" bash -c 'ls "$1"/.build-id/*/* >/dev/null' _ "$HOME/.debug"
+check "stop -o on an existing perf.data directory keeps it as OUT.old (its build-id dir too), like perf record" \
+	test -f "$out.old/data" -a -d "$out.old/buildids"
 lost=$(sed -n 's/.* \([0-9][0-9]*\) LOST records for \([0-9][0-9]*\) samples lost.*/\1/p' <<<"$sum")
 check "merge summary: the guest kernel's LOST records (${lost:-none})" test "${lost:-0}" -gt 0
 check_out "perf report --stats counts them" "LOST events: +${lost:-x} " "$PERF" report -i "$out" --stats

@@ -4,13 +4,21 @@
  * socket chardev), answers the control protocol with common/proto, writes marker pages
  * and synthetic ftrace-like pages with common/marker, and can misbehave on purpose.
  *   fake-guest --dir D --cpus N [--socket] [--pages N] [--mode MODE] [--stale]
+ *              [--perf [--bin GUESTPATH=FILE[@IDFILE|@0xHEX]]...]
  * MODE: normal | hostile (garbage frames, bad metadata names, random data bytes)
  *       | mute-stop (never answers STOP) | mute-start (never answers START) | silent (stops answering after START)
- *       | lossy (claims 3 more pages per CPU than it wrote) | no-probe (ERROR to probes) */
+ *       | lossy (claims 3 more pages per CPU than it wrote) | no-probe (ERROR to probes)
+ *       | trickle (answers each BINARY_REQ with one byte, a second later)
+ *       | slow (answers each BINARY_REQ with 64 KiB, 1.5 s later)
+ * --perf (FIFO ports only): guest perf on perf-path-cpuN: marker pages, and on cpu0 a task "victim"
+ * whose user-mode samples ran in each --bin: an MMAP2 with its build-id, then BINARY_REQ is
+ * answered with FILE's bytes. @IDFILE or @0xHEX: FILE's build-id bytes replaced by IDFILE's (a
+ * host binary's, say) or HEX (20 bytes) — a guest claiming a build-id that is not its file's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <linux/perf_event.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +28,7 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "elf_notes.h"
 #include "log.h"
 #include "marker.h"
 #include "proto.h"
@@ -36,6 +45,17 @@
 	"\tfield:u64 seq;\toffset:8;\tsize:8;\tsigned:0;\n\n"                              \
 	"print fmt: \"seq=%llu\", REC->seq\n"
 #define PAGE 4096
+#define MAX_BINS 4
+#define PERF_ID 7  /* the sample id of the one perf event */
+#define VICTIM 42  /* the guest task whose samples ran in the binaries */
+
+struct fg_bin {
+	char path[256];
+	uint8_t *data;
+	size_t len;
+	uint8_t id[ELF_NOTES_BUILD_ID_MAX];
+	size_t id_len;
+};
 
 struct fg {
 	const char *dir, *mode;
@@ -46,6 +66,11 @@ struct fg {
 	uint64_t session;
 	uint64_t sent[MAX_CPUS];
 	struct vt_reader rd;
+	bool perf;
+	int pdata[MAX_CPUS];
+	struct vt_perf_stats pst[MAX_CPUS];
+	struct fg_bin bins[MAX_BINS];
+	unsigned nbins;
 };
 
 static bool mode(const struct fg *g, const char *m) { return !strcmp(g->mode, m); }
@@ -221,6 +246,166 @@ static void accept_data(struct fg *g)
 			g->data[c] = accept4(g->data_listen[c], NULL, NULL, SOCK_CLOEXEC);
 }
 
+/* ---- guest perf (docs/protocol.md §3) ---- */
+
+static void perf_marker(struct fg *g, unsigned cpu, enum vt_marker_kind kind)
+{
+	struct vt_perf_marker pm = { .nr_ids = 1, .clockid = CLOCK_MONOTONIC, .ids = { PERF_ID } };
+	uint8_t page[PAGE];
+
+	if (kind == VT_MARKER_PERF_END)
+		pm.stats = g->pst[cpu];
+	vt_marker_encode_perf(page, PAGE, kind, g->session, cpu, &pm);
+	util_write_full(g->pdata[cpu], page, PAGE);
+}
+
+static void perf_put(struct fg *g, unsigned cpu, uint8_t *r, size_t n, bool sample)
+{
+	struct perf_event_header h;
+
+	memcpy(&h, r, sizeof(h));
+	h.size = (uint16_t)n;
+	memcpy(r, &h, sizeof(h));
+	util_write_full(g->pdata[cpu], r, n);
+	g->pst[cpu].bytes_sent += n, g->pst[cpu].records++, g->pst[cpu].samples += sample;
+}
+
+/* The sideband trailer: pid/tid, time, cpu/res, id (VT_PERF_SAMPLE_ID_LEN). */
+static size_t perf_trailer(uint8_t *r, size_t at, uint64_t ts, unsigned cpu)
+{
+	uint32_t v[2] = { VICTIM, VICTIM };
+	uint64_t c = cpu, id = PERF_ID;
+
+	memcpy(r + at, v, 8), memcpy(r + at + 8, &ts, 8), memcpy(r + at + 16, &c, 8), memcpy(r + at + 24, &id, 8);
+	return at + 32;
+}
+
+/* cpu0: COMM of the victim, an MMAP2 with the build-id of each binary, user-mode samples in each. */
+static void perf_records(struct fg *g)
+{
+	uint64_t ts = util_now_ns(CLOCK_MONOTONIC);
+	uint8_t r[512];
+	uint32_t v[2] = { VICTIM, VICTIM };
+
+	memset(r, 0, sizeof(r));
+	r[0] = PERF_RECORD_COMM;
+	memcpy(r + 8, v, 8);
+	strcpy((char *)r + 16, "victim");
+	perf_put(g, 0, r, perf_trailer(r, 24, ts, 0), false);
+	for (unsigned i = 0; i < g->nbins; i++) {
+		struct fg_bin *b = &g->bins[i];
+		uint64_t addr = 0x400000 + (uint64_t)i * 0x1000000, len = 0x100000, pgoff = 0;
+		uint32_t prot = 5, flags = 2; /* PROT_READ|PROT_EXEC, MAP_PRIVATE */
+		struct perf_event_header h = { .type = PERF_RECORD_MMAP2, .misc = PERF_RECORD_MISC_USER | PERF_RECORD_MISC_MMAP_BUILD_ID };
+		size_t n = (72 + strlen(b->path) + 1 + 7) / 8 * 8;
+
+		memset(r, 0, sizeof(r));
+		memcpy(r, &h, sizeof(h));
+		memcpy(r + 8, v, 8), memcpy(r + 16, &addr, 8), memcpy(r + 24, &len, 8), memcpy(r + 32, &pgoff, 8);
+		r[40] = (uint8_t)b->id_len;
+		memcpy(r + 44, b->id, b->id_len);
+		memcpy(r + 64, &prot, 4), memcpy(r + 68, &flags, 4);
+		strcpy((char *)r + 72, b->path);
+		perf_put(g, 0, r, perf_trailer(r, n, ts, 0), false);
+	}
+	for (unsigned k = 0; k < 20 * g->nbins; k++) {
+		struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = PERF_RECORD_MISC_USER };
+		uint64_t id = PERF_ID, ip = 0x400100 + (uint64_t)(k % g->nbins) * 0x1000000, t = ts + 1000 * (k + 1);
+		uint64_t cpu = 0, period = 1000000, nr = 2, ctx = (uint64_t)PERF_CONTEXT_USER;
+
+		memset(r, 0, sizeof(r));
+		memcpy(r, &h, sizeof(h));
+		memcpy(r + 8, &id, 8), memcpy(r + 16, &ip, 8), memcpy(r + 24, v, 8), memcpy(r + 32, &t, 8);
+		memcpy(r + 40, &cpu, 8), memcpy(r + 48, &period, 8), memcpy(r + 56, &nr, 8);
+		memcpy(r + 64, &ctx, 8), memcpy(r + 72, &ip, 8);
+		perf_put(g, 0, r, 80, true);
+	}
+}
+
+static void perf_start(struct fg *g)
+{
+	for (unsigned c = 0; c < g->ncpus; c++) {
+		g->pst[c] = (struct vt_perf_stats){ .cpu = c };
+		perf_marker(g, c, VT_MARKER_PERF_BEGIN);
+	}
+	perf_records(g);
+}
+
+/* BINARY_REQ: FILE_DATA of the binary with that build-id, from FILE_OFFSET (trickle: one byte). */
+static void do_binary(struct fg *g, const struct vt_msg *m)
+{
+	struct vt_attr bid;
+	uint64_t off = 0;
+	struct vt_buf b = { 0 };
+	struct fg_bin *f = NULL;
+	size_t n;
+
+	if (vt_msg_find(m, VT_A_BUILD_ID, &bid) < 0 || vt_msg_u64(m, VT_A_FILE_OFFSET, &off) < 0)
+		return reply_error(g, m->hdr.seq, EINVAL, "malformed binary request");
+	for (unsigned i = 0; i < g->nbins; i++)
+		if (bid.len == g->bins[i].id_len && !memcmp(bid.data, g->bins[i].id, bid.len))
+			f = &g->bins[i];
+	if (!f || off > f->len)
+		return reply_error(g, m->hdr.seq, ENOENT, "no such binary");
+	n = MIN(f->len - off, (size_t)VT_BINARY_CHUNK);
+	if (mode(g, "trickle")) {
+		sleep(1);
+		n = MIN(n, (size_t)1);
+	} else if (mode(g, "slow")) { /* chunks that count, each in time, too slow in all */
+		usleep(1500000);
+		n = MIN(n, (size_t)64 << 10);
+	}
+	vt_msg_begin(&b, VT_MSG_BINARY, m->hdr.seq);
+	vt_put_bytes(&b, VT_A_BUILD_ID, f->id, f->id_len);
+	vt_put_u64(&b, VT_A_FILE_SIZE, f->len);
+	vt_put_u64(&b, VT_A_FILE_OFFSET, off);
+	vt_put_bytes(&b, VT_A_FILE_DATA, f->data + off, n);
+	send_buf(g->ctl_w, &b);
+}
+
+/* The build-id claimed: IDFILE's, or 20 bytes of hex after 0x. */
+static int bin_claim(const char *spec, uint8_t *id, size_t *len)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t n;
+
+	if (!strncmp(spec, "0x", 2)) {
+		for (n = 0; n < ELF_NOTES_BUILD_ID_MAX && sscanf(spec + 2 + 2 * n, "%2hhx", &id[n]) == 1; n++)
+			;
+		*len = n;
+		return n == ELF_NOTES_BUILD_ID_MAX ? 0 : -EINVAL;
+	}
+	return util_read_file(spec, 256u << 20, &buf, &n) < 0 ? -EIO : elf_file_build_id_mem(buf, n, id, len);
+}
+
+/* --bin GUESTPATH=FILE[@CLAIM]: FILE's bytes; with CLAIM its build-id bytes rewritten. */
+static int bin_add(struct fg *g, const char *arg)
+{
+	char file[PATH_MAX];
+	const char *eq = strchr(arg, '='), *at = eq ? strchr(eq, '@') : NULL;
+	struct fg_bin *b = &g->bins[g->nbins];
+	uint8_t own[ELF_NOTES_BUILD_ID_MAX];
+	size_t own_len = 0;
+
+	if (!eq || g->nbins >= MAX_BINS || (size_t)(eq - arg) >= sizeof(b->path))
+		return -EINVAL;
+	snprintf(b->path, sizeof(b->path), "%.*s", (int)(eq - arg), arg);
+	snprintf(file, sizeof(file), "%.*s", (int)(at ? at - eq - 1 : (long)strlen(eq + 1)), eq + 1);
+	if (util_read_file(file, 256u << 20, (char **)&b->data, &b->len) < 0 ||
+	    elf_file_build_id_mem(b->data, b->len, own, &own_len) < 0)
+		return -ENOEXEC;
+	memcpy(b->id, own, own_len), b->id_len = own_len;
+	if (at) {
+		if (bin_claim(at + 1, b->id, &b->id_len) < 0 || b->id_len != own_len)
+			return -EINVAL;
+		for (size_t k = 0; k + own_len <= b->len; k++) /* the note's bytes */
+			if (!memcmp(b->data + k, own, own_len))
+				memcpy(b->data + k, b->id, own_len);
+	}
+	g->nbins++;
+	return 0;
+}
+
 static void do_start(struct fg *g, const struct vt_msg *m)
 {
 	uint8_t junk[1000];
@@ -239,7 +424,17 @@ static void do_start(struct fg *g, const struct vt_msg *m)
 		g->sent[c] = 0;
 	}
 	g->tracing = true;
-	reply_simple(g, VT_MSG_OK, m->hdr.seq);
+	if (g->perf) {
+		struct vt_buf b = { 0 };
+
+		perf_start(g);
+		vt_msg_begin(&b, VT_MSG_OK, m->hdr.seq);
+		vt_put_u32(&b, VT_A_STATE, g->tracing);
+		vt_put_bytes(&b, VT_A_PERF_STATS, g->pst, g->ncpus * sizeof(g->pst[0]));
+		send_buf(g->ctl_w, &b);
+	} else {
+		reply_simple(g, VT_MSG_OK, m->hdr.seq);
+	}
 	for (uint64_t i = 0; i < g->pages; i++)
 		for (unsigned c = 0; c < g->ncpus; c++)
 			write_page(g, c, i);
@@ -263,11 +458,15 @@ static void do_stop(struct fg *g, const struct vt_msg *m)
 		st[c] = (struct vt_cpu_stats){ .cpu = c, .pages_sent = claimed, .bytes_sent = claimed * PAGE,
 					       .entries = 1000 + c, .overrun = 7, .read_events = 900 };
 		write_marker(g, c, VT_MARKER_END, g->session, &st[c]);
+		if (g->perf)
+			perf_marker(g, c, VT_MARKER_PERF_END);
 	}
 	g->tracing = false;
 	vt_msg_begin(&b, VT_MSG_STOPPED, m->hdr.seq);
 	vt_put_u64(&b, VT_A_SESSION, g->session);
 	vt_put_bytes(&b, VT_A_CPU_STATS, st, g->ncpus * sizeof(st[0]));
+	if (g->perf)
+		vt_put_bytes(&b, VT_A_PERF_STATS, g->pst, g->ncpus * sizeof(g->pst[0]));
 	send_buf(g->ctl_w, &b);
 }
 
@@ -342,6 +541,7 @@ static void handle(struct fg *g, const struct vt_msg *m)
 			do_stop(g, m);
 		break;
 	case VT_MSG_PROBE: do_probe(g, m); break;
+	case VT_MSG_BINARY_REQ: do_binary(g, m); break;
 	default: reply_error(g, m->hdr.seq, EOPNOTSUPP, "unknown frame type"); break;
 	}
 }
@@ -385,6 +585,8 @@ static void setup(struct fg *g)
 		snprintf(name, sizeof(name), "trace-path-cpu%u", c);
 		g->data[c] = g->sock ? -1 : open_fifo(g->dir, name, ".out");
 		g->data_listen[c] = g->sock ? listen_at(g->dir, name) : -1;
+		snprintf(name, sizeof(name), "perf-path-cpu%u", c);
+		g->pdata[c] = g->perf ? open_fifo(g->dir, name, ".out") : -1;
 	}
 	if (g->sock) {
 		g->ctl_listen = listen_at(g->dir, "agent-ctl-path");
@@ -428,7 +630,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "dir", 1, 0, 'd' }, { "cpus", 1, 0, 'c' }, { "socket", 0, 0, 's' }, { "pages", 1, 0, 'p' },
-		{ "mode", 1, 0, 'm' }, { "stale", 0, 0, 'S' }, {},
+		{ "mode", 1, 0, 'm' }, { "stale", 0, 0, 'S' }, { "perf", 0, 0, 'P' }, { "bin", 1, 0, 'b' }, {},
 	};
 	struct fg g = { .mode = "normal", .ncpus = 2, .pages = 100 };
 	int c;
@@ -442,9 +644,15 @@ int main(int argc, char **argv)
 		else if (c == 'p') g.pages = (unsigned)atoi(optarg);
 		else if (c == 'm') g.mode = optarg;
 		else if (c == 'S') g.stale = true;
+		else if (c == 'P') g.perf = true;
+		else if (c == 'b' && bin_add(&g, optarg) < 0) {
+			log_error("--bin %s: not GUESTPATH=ELF_FILE[@IDFILE|@0x<40 hex digits>]", optarg);
+			return 2;
+		}
+		else if (c == 'b') continue;
 		else return 2;
 	}
-	if (!g.dir || g.ncpus == 0 || g.ncpus > MAX_CPUS)
+	if (!g.dir || g.ncpus == 0 || g.ncpus > MAX_CPUS || (g.perf && g.sock))
 		return 2;
 	vt_reader_init(&g.rd);
 	setup(&g);
