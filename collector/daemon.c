@@ -608,7 +608,7 @@ void daemon_disk_stop(struct daemon *d, const char *reason)
 		hostperf_stop(d->perf); /* reaped where the stop waits for it */
 	}
 	if (d->ph == PH_BINARIES)
-		return daemon_binaries_end(d, "refused:disk-limit");
+		return daemon_binaries_end(d, "cut:disk-limit", reason);
 	if (d->ph == PH_START) { /* the streams began before START's OK: the session stops once it came */
 		snprintf(d->disk_reason, sizeof(d->disk_reason), "%s", reason);
 		return;
