@@ -243,16 +243,22 @@ bool spool_side_wants(uint32_t type); /* COMM, MMAP, MMAP2, FORK, EXIT, KSYMBOL 
 uint8_t *spool_side_buf(struct spool_side *t); /* 64 KiB: where the scan reads such a record */
 /* The scan passed a perf flush marker page (the cut's head counts them: not records). */
 void spool_side_flush_marker(struct spool_side *t);
-/* A record starts at off (the stream's records and samples before it): 0 or -ENOMEM. */
-int spool_side_mark(struct spool_side *t, uint64_t off, uint64_t records, uint64_t samples);
+/* Whether a record starting at off gets a mark (the scan then reads it for its time). */
+bool spool_side_marks(const struct spool_side *t, uint64_t off);
+/* A record starts at off (the stream's records and samples before it; rec, size: the record, or
+ * NULL when it could not be read: its time unknown): 0 or -ENOMEM. */
+int spool_side_mark(struct spool_side *t, uint64_t off, uint64_t records, uint64_t samples, const uint8_t *rec,
+		    uint16_t size);
 /* A task or mapping record at off (size checked by the caller against the stream): kept, or
  * counted when the table is full; -EINVAL for a record too short for its type. */
 int spool_side_add(struct spool_side *t, uint64_t off, const uint8_t *rec, uint16_t size);
 /* Cuts at the newest record start at or before target (after data_start, the end of the begin
  * marker page, and at least step past the last cut): writes perf-cpuN.side for it; 1 with
- * *ret_hole_end, 0 (nothing to cut), -errno. */
+ * *ret_hole_end, 0 (nothing to cut), -errno. peers: the tables of the session's other guest perf
+ * streams (NULL for one without: its spool keeps everything), compacted with this one (a task's
+ * records, its samples and its children's FORKs may be in different CPUs' streams). */
 int spool_side_cut(struct spool_side *t, uint64_t target, uint64_t data_start, uint64_t step,
-		   uint64_t *ret_hole_end);
+		   struct spool_side *const *peers, size_t npeers, uint64_t *ret_hole_end);
 int spool_arm(struct spool *s, struct event_base *base);
 /* Moves what the port has into the spool and scans it (the read callback; tests call it). */
 void spool_poll(struct spool *s);
@@ -264,6 +270,8 @@ double spool_rate(const struct spool *s); /* MB/s over the last few seconds */
 /* Called by spool.c into the daemon: */
 void daemon_spool_error(struct daemon *d, unsigned k, int err); /* k: SPOOL_INDEX */
 void daemon_spool_progress(struct daemon *d, unsigned k);
+/* The spools by SPOOL_INDEX (NULL where none), or NULL: the flight recorder's peers. */
+struct spool *const *daemon_spools(struct daemon *d);
 
 /* kcache.c: the VM's cached guest kallsyms (VM_DIR/cache/kallsyms and kallsyms.key). */
 #define KCACHE_KEY_LEN 16

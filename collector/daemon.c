@@ -595,6 +595,11 @@ void daemon_spool_error(struct daemon *d, unsigned k, int err)
 	daemon_stop_begin(d, reason);
 }
 
+struct spool *const *daemon_spools(struct daemon *d)
+{
+	return d->spools;
+}
+
 void daemon_spool_progress(struct daemon *d, unsigned k)
 {
 	daemon_disk_progress(d);

@@ -223,6 +223,21 @@ static int spool_fm_freed(struct spool *s, uint64_t to)
 	return 0;
 }
 
+/* The tables of the session's other guest perf streams (NULL for one without: it keeps everything). */
+static size_t spool_side_peers(const struct spool *s, struct spool_side **ret)
+{
+	struct spool *const *all = daemon_spools(s->d);
+	size_t n = 0;
+
+	for (unsigned cpu = 0; all && cpu < COLLECTOR_MAX_CPUS; cpu++) {
+		const struct spool *p = all[SPOOL_INDEX(cpu, true)];
+
+		if (p && p != s)
+			ret[n++] = p->side;
+	}
+	return n;
+}
+
 /* The flight recorder: the oldest whole file blocks of data beyond the newest fr_bytes become a
  * hole (FALLOC_FL_PUNCH_HOLE): the disk holds at most fr_bytes + one block; offsets stay, so
  * the merge finds the first data with SEEK_DATA and starts at the next whole page. The begin
@@ -239,8 +254,10 @@ static int spool_drop_oldest(struct spool *s)
 	to = (s->flushed - s->fr_bytes) / SPOOL_ALIGN * SPOOL_ALIGN;
 	from = MAX(s->fr_hole_end, (data_start + SPOOL_ALIGN - 1) / SPOOL_ALIGN * SPOOL_ALIGN);
 	if (s->perf) { /* a step at a time: each cut rewrites perf-cpuN.side */
+		struct spool_side *peers[COLLECTOR_MAX_CPUS];
+
 		r = spool_side_cut(s->side, s->flushed - s->fr_bytes, data_start, MAX(1u << 20, s->fr_bytes / 8),
-				   &hole_end);
+				   peers, spool_side_peers(s, peers), &hole_end);
 		if (r < 0) /* the bound cannot hold: as for a hole that cannot be punched */
 			log_error("cpu%u: --flight-recorder cannot write %s/perf-cpu%u.side (%s): free space there, or "
 				  "start without --flight-recorder; what was spooled is kept", s->cpu, s->dir, s->cpu,
@@ -419,10 +436,12 @@ static void spool_perf_marker(struct spool *s)
 static void spool_side_record(struct spool *s, uint32_t type, uint16_t size)
 {
 	uint8_t *buf = spool_side_buf(s->side);
-	int r = spool_side_mark(s->side, s->scan_off, s->st.records, s->st.samples);
+	bool mark = spool_side_marks(s->side, s->scan_off), want = spool_side_wants(type);
+	bool got = (mark || want) && spool_pread(s, buf, size, s->scan_off) == 0;
+	int r = mark ? spool_side_mark(s->side, s->scan_off, s->st.records, s->st.samples, got ? buf : NULL, size) : 0;
 
 	/* a record too short for its type is not kept (the merge drops it too) */
-	if (r == 0 && spool_side_wants(type) && spool_pread(s, buf, size, s->scan_off) == 0)
+	if (r == 0 && want && got)
 		r = spool_side_add(s->side, s->scan_off, buf, size) == -ENOMEM ? -ENOMEM : 0;
 	if (r < 0) {
 		log_error("cpu%u: no memory for the flight recorder's table of perf-cpu%u.spool: the stream "

@@ -12,7 +12,8 @@
  * (collector/spool-side.c, from the input's records): perf-cpu0.side holds the task records of
  * the first half, and the merge reads it, then the spool from the cut. With bit 3 the guest has
  * two CPUs and perf-cpu1.spool is the same stream for CPU 1: every record is tied with its twin,
- * so the order among equal times (the look ahead for a FORK, merge_gperf_rank) is fuzzed too.
+ * so the order among equal times (the look ahead for a FORK, merge_gperf_rank) is fuzzed too;
+ * with bit 2 as well, both streams are cut (perf-cpu1.side too), compacted together.
  * The input also goes, as it is, to the host build-id collector (gbinhost.c: MMAP/MMAP2 records
  * and the BUILD_ID feature). */
 #include <errno.h>
@@ -44,30 +45,36 @@ static void setup_dir(void)
 		abort();
 }
 
-/* The flight recorder's table fed like the daemon's scan feeds it, then cut halfway. */
-static void fuzz_side(const uint8_t *spool, size_t n, size_t from)
+/* The flight recorder's tables fed like the daemon's scan feeds them (ncpus: the same stream
+ * for each CPU), then cut halfway: the last CPU's first, then CPU 0's with the others as peers. */
+static void fuzz_side(const uint8_t *spool, size_t n, size_t from, unsigned ncpus)
 {
-	struct spool_side *t = NULL;
+	struct spool_side *t[2] = { NULL, NULL };
 	uint64_t records = 0, samples = 0, hole_end;
 	size_t off = from;
 
-	if (spool_side_new(fuzz_dir, 0, 1, &t) < 0)
-		abort();
+	for (unsigned c = 0; c < ncpus; c++)
+		if (spool_side_new(fuzz_dir, c, 1, &t[c]) < 0)
+			abort();
 	while (off + 8 <= n) {
 		struct perf_event_header h;
 
 		memcpy(&h, spool + off, sizeof(h));
 		if (h.size < 8 || h.size % 8 || off + h.size > n)
 			break;
-		if (spool_side_mark(t, off, records, samples) < 0 ||
-		    (spool_side_wants(h.type) && spool_side_add(t, off, spool + off, h.size) == -ENOMEM))
-			abort();
+		for (unsigned c = 0; c < ncpus; c++)
+			if (spool_side_mark(t[c], off, records, samples, spool + off, h.size) < 0 ||
+			    (spool_side_wants(h.type) && spool_side_add(t[c], off, spool + off, h.size) == -ENOMEM))
+				abort();
 		records++, samples += h.type == PERF_RECORD_SAMPLE;
 		off += h.size;
 	}
-	if (spool_side_cut(t, from + (off - from) / 2, from, 0, &hole_end) < 0)
+	if (ncpus == 2 && spool_side_cut(t[1], from + (off - from) / 2, from, 0, t, 1, &hole_end) < 0)
 		abort();
-	spool_side_free(t);
+	if (spool_side_cut(t[0], from + (off - from) / 2, from, 0, t + 1, ncpus - 1, &hole_end) < 0)
+		abort();
+	for (unsigned c = 0; c < ncpus; c++)
+		spool_side_free(t[c]);
 }
 
 /* The same bytes as host.data's records and its BUILD_ID feature (collector/merge/gbinhost.c;
@@ -130,8 +137,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	snprintf(out, sizeof(out), "%s/perf-cpu0.side", fuzz_dir);
 	unlink(out);
+	snprintf(out, sizeof(out), "%s/perf-cpu1.side", fuzz_dir);
+	unlink(out);
 	if (data[0] & 4)
-		fuzz_side(buf, n + size - 1, n);
+		fuzz_side(buf, n + size - 1, n, data[0] & 8 ? 2 : 1);
 	snprintf(out, sizeof(out), "%s/out.data", fuzz_dir);
 	if (data[0] & 2) {
 		char cmd[sizeof(fuzz_dir) + 64];

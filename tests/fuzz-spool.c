@@ -15,6 +15,7 @@
 
 void daemon_spool_error(struct daemon *d, unsigned cpu, int err) {}
 void daemon_spool_progress(struct daemon *d, unsigned cpu) {}
+struct spool *const *daemon_spools(struct daemon *d) { return NULL; }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
