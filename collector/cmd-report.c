@@ -97,7 +97,7 @@ static int report_cmd_parse(int argc, char **argv, struct report_cmd *c)
 	return 0;
 }
 
-static int report_cmd_svg(const struct report *r, const struct report_cmd *c)
+static int report_cmd_svg(struct report *r, const struct report_cmd *c)
 {
 	FILE *f = fopen(c->svg, "w");
 	int q;
@@ -113,7 +113,7 @@ static int report_cmd_svg(const struct report *r, const struct report_cmd *c)
 		log_error("report: cannot write %s: %s", c->svg, strerror(-q));
 		return 1;
 	}
-	printf("%s: %zu stalls over %.1f ms drawn\n", c->svg, r->n_stalls, (double)r->o.min_ns / 1e6);
+	printf("%s: written (%zu stalls of %.1f ms or more in the file)\n", c->svg, r->n_stalls, (double)r->o.min_ns / 1e6);
 	return 0;
 }
 

@@ -187,6 +187,6 @@ struct report_filter {
 };
 void report_text(const struct report *r, const struct report_filter *f, FILE *out);
 void report_json(const struct report *r, const struct report_filter *f, FILE *out);
-int report_svg(const struct report *r, const struct report_filter *f, FILE *out);
+int report_svg(struct report *r, const struct report_filter *f, FILE *out);
 /* One line for the stop summary: "stalls: ..." (or why there is none). */
 void report_summary_line(const struct report *r, FILE *out);
