@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "perf_reader.h"
 #include "report.h"
@@ -531,8 +532,10 @@ int report_read_fd(struct report *r, int fd, char *err, size_t errlen)
 
 	err[0] = '\0';
 	q = perf_reader_open_fd(fd, &pr, err, errlen);
-	if (q < 0)
+	if (q < 0) {
+		close(fd);
 		return q;
+	}
 	return read_run(r, pr, err, errlen);
 }
 

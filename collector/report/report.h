@@ -177,7 +177,7 @@ uint64_t report_vcpu_stalled(const struct report_vcpu *v);
 
 /* read.c: feeds a merged perf.data (a file, or a perf.data directory) through stall.c. */
 int report_read(struct report *r, const char *path, char *err, size_t errlen);
-/* Reads from memory (the fuzz target). */
+/* The same from an open fd, which it takes over (the fuzz target's memfd). */
 int report_read_fd(struct report *r, int fd, char *err, size_t errlen);
 
 /* Output filters. */
