@@ -3,7 +3,6 @@
  * of B ms with G ms gaps and prints each burst's CLOCK_MONOTONIC start and end (ns), the times
  * host perf record -k CLOCK_MONOTONIC stamps, so the test knows the true preemptions.
  *   report-hog CPU N BURST_MS GAP_MS      prints "tid T" then "burst START END" lines */
-#define _GNU_SOURCE
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>

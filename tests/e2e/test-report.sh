@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# e2e: trace-collector report on the real guest, against stalls whose truth is known
+# (tests/e2e/lib.sh). vCPU 1's QEMU thread ("CPU 1/TCG") is pinned to host CPU 1 (vCPU 0's to
+# CPU 0) and report-hog, pinned there at SCHED_FIFO, burns BURSTS bursts of BURST_MS ms while
+# a vt-spin task spins on every vCPU; the hog prints each burst's CLOCK_MONOTONIC span (host
+# perf's clock). Then:
+#   - >= 90% of the bursts are stalls of vCPU 1 of 0.5-1.5x their length, culprit report-hog;
+#   - no stall named after the hog lies outside its bursts;
+#   - a sample of the other stalls starts at a host sched_switch out of that vCPU thread
+#     (perf script's raw events), skipping anything before the thread's first switch;
+#   - the text, --json and --svg outputs agree; the stop summary has its stalls line.
+#   test-report.sh HOG [BURSTS BURST_MS GAP_MS]   (REPORT_KEEP=DIR keeps the merged file)
+. "$(dirname "$0")/lib.sh"
+
+hog=$1 bursts=${2:-10} burst_ms=${3:-50} gap_ms=${4:-200}
+e2e_init report
+out=$T/out.data
+
+check "boot 2 vCPUs" e2e_boot --cpus 2
+qpid=$(e2e_qemu_pid)
+tids=($(e2e_vcpu_tids "$qpid" 2))
+check "QEMU's vCPU threads found (${tids[*]:-none})" test "${#tids[@]}" -eq 2
+check "pin vCPU 0's thread to host CPU 0" taskset -p -c 0 "${tids[0]}"
+check "pin vCPU 1's thread to host CPU 1" taskset -p -c 1 "${tids[1]}"
+# A busy shared host preempts the vCPU threads on its own; more weight keeps its stalls short
+# beside the hog's (which are the ones the test knows).
+renice -n -10 -p "${tids[@]}" >/dev/null
+check_out "start (host sched_switch + sched_wakeup)" "^$VM/sessions/" \
+	e2e_start -e 'sched:sched_switch' --host-events 'sched:sched_switch,sched:sched_wakeup'
+e2e_say "spin $((bursts * (burst_ms + gap_ms) + 3000))"
+sleep 1
+"$hog" 1 "$bursts" "$burst_ms" "$gap_ms" >"$T/hog.txt"
+check "report-hog ran $bursts bursts on host CPU 1" test "$(grep -c '^burst ' "$T/hog.txt")" -eq "$bursts"
+check "guest: vt-spin done" e2e_wait "^vt-e2e: spin done [0-9]+ status 0" 60
+sum=$(e2e_stop -o "$out" 2>&1)
+check "stop exits 0" test $? -eq 0
+echo "$sum"
+check "guest powers off cleanly" e2e_end
+[ -n "${REPORT_KEEP:-}" ] && mkdir -p "$REPORT_KEEP" && cp -r "$out" "$T/hog.txt" "$REPORT_KEEP/" &&
+	echo "${tids[*]}" >"$REPORT_KEEP/tids"
+
+check_out "stop summary: the stalls line, longest by report-hog" '^stalls: +[0-9]+ over 1.0 ms, .*longest .*report-hog' echo "$sum"
+check "report --json" bash -c '"$1" report "$2" --json >"$3"' _ "$TRACE_COLLECTOR" "$out" "$T/report.json"
+text=$(tc report "$out" --vcpu 1 --top 20 2>&1)
+echo "$text" | head -n 30
+check_out "report (text): the longest stalls table names report-hog on vCPU 1" '^ +[0-9.]+ +1 +[0-9.]+ +preempted +report-hog' echo "$text"
+check_out "report (text): per-vCPU summary with culprit shares" 'culprits: .*report-hog \([0-9]+\) [0-9.]+%' echo "$text"
+"$PERF" script -i "$out" --ns -F time,event,trace 2>/dev/null | grep -F ' sched:sched_switch:' >"$T/switches.txt"
+check "the host's raw sched_switch events ($(wc -l <"$T/switches.txt"))" test -s "$T/switches.txt"
+check "report: the hog's bursts are vCPU 1's stalls (>= 90%, 0.5-1.5x, culprit report-hog), none of it elsewhere; a sample of the other stalls starts and ends at real switches of that vCPU's thread" \
+	python3 - "$T/report.json" "$T/hog.txt" "$T/switches.txt" "${tids[0]}" "${tids[1]}" <<'PY'
+import json, random, re, sys
+rep = json.load(open(sys.argv[1]))
+hog = open(sys.argv[2]).read().split('\n')
+hog_tid = int(hog[0].split()[1])
+bursts = [tuple(map(int, l.split()[1:3])) for l in hog if l.startswith('burst ')]
+tids = {0: int(sys.argv[4]), 1: int(sys.argv[5])}
+stalls = rep['stalls']
+ok = 0
+for s, e in bursts:
+    m = [x for x in stalls if x['vcpu'] == 1 and x['culprit_pid'] == hog_tid and x['start_ns'] < e and x['start_ns'] + x['duration_ns'] > s]
+    best = max(m, key=lambda x: min(e, x['start_ns'] + x['duration_ns']) - max(s, x['start_ns']), default=None)
+    ratio = best['duration_ns'] / (e - s) if best else 0
+    good = best is not None and 0.5 <= ratio <= 1.5
+    ok += good
+    print(f"burst {s / 1e9:.9f} {(e - s) / 1e6:.3f} ms: " + (f"stall at {best['start_ns'] / 1e9:.9f}, {best['duration_ns'] / 1e6:.3f} ms ({ratio:.2f}x), {best['cause']}" if best else "no stall") + ("" if good else "  <-- MISSED"), file=sys.stderr)
+print(f"{ok} of {len(bursts)} bursts reported", file=sys.stderr)
+bad = 0
+for x in stalls:
+    if x['culprit_pid'] != hog_tid:
+        continue
+    if not any(x['start_ns'] < e + 1000000 and x['start_ns'] + x['duration_ns'] > s - 1000000 for s, e in bursts):
+        bad += 1
+        print(f"stall named after report-hog outside its bursts: {x}", file=sys.stderr)
+# The raw events: each sampled stall is a switch out of the thread (prev_pid) at start_ns and
+# its next switch in (next_pid) at end_ns, with no switch in between; nothing before the
+# thread's first switch.
+ev = {t: [] for t in tids.values()}
+pat = re.compile(r'(\d+)\.(\d{9}): +sched:sched_switch: .*prev_pid=(\d+) .*next_pid=(\d+)')
+for line in open(sys.argv[3]):
+    m = pat.search(line)
+    if not m:
+        continue
+    t = int(m.group(1)) * 10**9 + int(m.group(2))
+    for pid, kind in ((int(m.group(3)), 'out'), (int(m.group(4)), 'in')):
+        if pid in ev:
+            ev[pid].append((t, kind))
+random.seed(1)
+sample = random.sample(stalls, min(40, len(stalls)))
+checked = wrong = skipped = 0
+for x in sample:
+    e = ev[tids[x['vcpu']]]
+    start, end = x['start_ns'], x['start_ns'] + x['duration_ns']
+    if not e or start < e[0][0]:
+        skipped += 1
+        continue
+    checked += 1
+    outs = [t for t, k in e if k == 'out' and abs(t - start) <= 2000]
+    ins = [t for t, k in e if k == 'in' and abs(t - end) <= 2000]
+    between = [t for t, k in e if k == 'in' and start + 2000 < t < end - 2000]
+    if not outs or not ins or between:
+        wrong += 1
+        print(f"stall not backed by the raw switches (out {outs}, in {ins}, in between {between[:3]}): {x}", file=sys.stderr)
+print(f"{len(stalls)} stalls; {checked} sampled checked against perf script, {skipped} skipped, {wrong} wrong; {bad} hog stalls outside bursts", file=sys.stderr)
+sys.exit(0 if ok * 10 >= 9 * len(bursts) and bad == 0 and wrong == 0 and checked > 0 else 1)
+PY
+check "report --svg" tc report "$out" --svg "$T/report.svg"
+check_out "the picture has a lane per vCPU and the hog's stalls" 'lanes 2, hog stalls [1-9]' bash -c \
+	'echo "lanes $(grep -c "<g class=\"lane\"" "$1"), hog stalls $(grep -c "culprit report-hog" "$1")"' _ "$T/report.svg"
+finish
