@@ -37,6 +37,8 @@ timed() { # LABEL CMD...
 	done
 	echo "$1 wall_s=$(echo "$t1 - $t0" | bc) $e"
 }
+"$TC" report "$W/out.data" --json >"$W/r.json"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print("report read %d records, %d stalls over 1 ms, %d host switches" % (d["records"], len(d["stalls"]), d["host_switches"]))' "$W/r.json"
 timed report "$TC" report "$W/out.data" --json
 timed report-text "$TC" report "$W/out.data"
 timed perf-script perf script -i "$W/out.data"

@@ -86,6 +86,8 @@ void report_json(const struct report *r, const struct report_filter *f, FILE *ou
 
 	fputs("{\"file\":", out);
 	json_str(out, r->path ? r->path : "-");
+	fprintf(out, ",\"records\":%llu,\"out_of_order\":%llu", (unsigned long long)r->records,
+		(unsigned long long)r->out_of_order);
 	fprintf(out, ",\"min_ns\":%llu,\"host_first_ns\":%llu,\"host_last_ns\":%llu,\"host_switches\":%llu,"
 		     "\"has_wakeup\":%s,\"has_kvm\":%s,\"vms\":[",
 		(unsigned long long)r->o.min_ns, (unsigned long long)(r->has_host ? r->host_first : 0),
