@@ -122,9 +122,15 @@ static void text_vcpu(const struct report *r, const struct vref *x, FILE *out)
 		memcpy(cs, v->culprits, v->n_culprits * sizeof(*cs));
 		qsort(cs, v->n_culprits, sizeof(*cs), cmp_culprit);
 		fprintf(out, "    culprits:");
-		for (size_t i = 0; i < v->n_culprits && i < 5; i++)
-			fprintf(out, "%s %s (%d) %.1f%%", i ? "," : "", cs[i].t.comm, cs[i].t.pid,
-				st ? 100.0 * (double)cs[i].t.ns / (double)st : 0.0);
+		for (size_t i = 0; i < v->n_culprits && i < 5; i++) {
+			int32_t vc, mp;
+
+			fprintf(out, "%s %s (%d", i ? "," : "", cs[i].t.comm, cs[i].t.pid);
+			report_vcpu_of(r, cs[i].t.pid, &vc, &mp);
+			if (vc >= 0)
+				fprintf(out, " = VM %d vCPU %d", mp, vc);
+			fprintf(out, ") %.1f%%", st ? 100.0 * (double)cs[i].t.ns / (double)st : 0.0);
+		}
 		fputc('\n', out);
 		free(cs);
 	}

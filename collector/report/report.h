@@ -170,6 +170,9 @@ void report_guest_task(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t t,
 void report_end(struct report *r);
 void report_note(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *report_cause_name(enum report_cause c);
+/* The VM index of a vCPU thread tid (-1: not a VM of the file) with its vCPU and QEMU pid
+ * (-1, -1: no vCPU thread at all). */
+long report_vcpu_of(const struct report *r, int32_t tid, int32_t *ret_vcpu, int32_t *ret_machine_pid);
 /* Stalls sorted longest first (in place). */
 void report_sort_stalls(struct report *r);
 /* Stalls' total of one vCPU, and the sort of vCPUs by impact: indexes into (vm, vcpu) pairs. */

@@ -342,27 +342,31 @@ static void vm_alive(struct report *r, uint32_t vm, uint64_t t)
 	m->n_pending = 0;
 }
 
+long report_vcpu_of(const struct report *r, int32_t tid, int32_t *ret_vcpu, int32_t *ret_machine_pid)
+{
+	uint32_t vm;
+	const struct report_vcpu *v = map_find(r, tid, &vm);
+
+	if (v) {
+		*ret_vcpu = (int32_t)(v - r->vms[vm].vcpus);
+		*ret_machine_pid = r->vms[vm].machine_pid;
+		return (long)vm;
+	}
+	for (size_t i = 0; i < r->n_foreign; i++)
+		if (r->foreign[i].tid == tid) {
+			*ret_vcpu = r->foreign[i].vcpu;
+			*ret_machine_pid = r->foreign[i].pid;
+			return -1;
+		}
+	*ret_vcpu = -1;
+	*ret_machine_pid = -1;
+	return -1;
+}
+
 /* The culprit named as a vCPU of a VM in the file (its own or another QEMU's thread). */
 static void culprit_vcpu(const struct report *r, struct report_stall *s)
 {
-	uint32_t vm;
-	const struct report_vcpu *v = map_find(r, s->culprit.pid, &vm);
-
-	s->culprit_vm = -1;
-	s->culprit_vcpu = -1;
-	s->culprit_machine_pid = -1;
-	if (v) {
-		s->culprit_vm = (int32_t)vm;
-		s->culprit_vcpu = (int32_t)(v - r->vms[vm].vcpus);
-		s->culprit_machine_pid = r->vms[vm].machine_pid;
-		return;
-	}
-	for (size_t i = 0; i < r->n_foreign; i++)
-		if (r->foreign[i].tid == s->culprit.pid) {
-			s->culprit_vcpu = r->foreign[i].vcpu;
-			s->culprit_machine_pid = r->foreign[i].pid;
-			return;
-		}
+	s->culprit_vm = (int32_t)report_vcpu_of(r, s->culprit.pid, &s->culprit_vcpu, &s->culprit_machine_pid);
 }
 
 static const struct report_task *top_task(const struct report_vcpu *v)
