@@ -6,6 +6,7 @@
 # perf's clock). Then:
 #   - >= 90% of the bursts are stalls of vCPU 1 of 0.5-1.5x their length, culprit report-hog;
 #   - no stall named after the hog lies outside its bursts;
+#   - 5 more bursts while the guest is idle: at most one of them is a stall (idle is not);
 #   - a sample of the other stalls starts at a host sched_switch out of that vCPU thread
 #     (perf script's raw events), skipping anything before the thread's first switch;
 #   - the text, --json and --svg outputs agree; the stop summary has its stalls line.
@@ -32,6 +33,10 @@ sleep 1
 "$hog" 1 "$bursts" "$burst_ms" "$gap_ms" >"$T/hog.txt"
 check "report-hog ran $bursts bursts on host CPU 1" test "$(grep -c '^burst ' "$T/hog.txt")" -eq "$bursts"
 check "guest: vt-spin done" e2e_wait "^vt-e2e: spin done [0-9]+ status 0" 60
+# The same bursts on a quiet guest: an idle vCPU is not stalled, whatever holds its thread.
+sleep 0.5
+"$hog" 1 5 "$burst_ms" "$gap_ms" >"$T/hog-quiet.txt"
+sleep 2 # guest records after them (the agent's flushes): the quiet bursts are judged
 sum=$(e2e_stop -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"
@@ -48,7 +53,7 @@ check_out "report (text): per-vCPU summary with culprit shares" 'culprits: .*rep
 "$PERF" script -i "$out" --ns -F time,event,trace 2>/dev/null | grep -F ' sched:sched_switch:' >"$T/switches.txt"
 check "the host's raw sched_switch events ($(wc -l <"$T/switches.txt"))" test -s "$T/switches.txt"
 check "report: the hog's bursts are vCPU 1's stalls (>= 90%, 0.5-1.5x, culprit report-hog), none of it elsewhere; a sample of the other stalls starts and ends at real switches of that vCPU's thread" \
-	python3 - "$T/report.json" "$T/hog.txt" "$T/switches.txt" "${tids[0]}" "${tids[1]}" <<'PY'
+	python3 - "$T/report.json" "$T/hog.txt" "$T/switches.txt" "${tids[0]}" "${tids[1]}" "$T/hog-quiet.txt" <<'PY'
 import json, random, re, sys
 rep = json.load(open(sys.argv[1]))
 hog = open(sys.argv[2]).read().split('\n')
@@ -65,11 +70,14 @@ for s, e in bursts:
     ok += good
     print(f"burst {s / 1e9:.9f} {(e - s) / 1e6:.3f} ms: " + (f"stall at {best['start_ns'] / 1e9:.9f}, {best['duration_ns'] / 1e6:.3f} ms ({ratio:.2f}x), {best['cause']}" if best else "no stall") + ("" if good else "  <-- MISSED"), file=sys.stderr)
 print(f"{ok} of {len(bursts)} bursts reported", file=sys.stderr)
-bad = 0
+quiet = [tuple(map(int, l.split()[1:3])) for l in open(sys.argv[6]) if l.startswith('burst ')]
+hit = [(s, e) for s, e in quiet if any(x['start_ns'] < e and x['start_ns'] + x['duration_ns'] > s for x in stalls if x['vcpu'] == 1)]
+print(f"{len(hit)} of {len(quiet)} bursts on the idle guest overlap a stall of vCPU 1", file=sys.stderr)
+bad = len(hit) > 1 or len(quiet) != 5
 for x in stalls:
     if x['culprit_pid'] != hog_tid:
         continue
-    if not any(x['start_ns'] < e + 1000000 and x['start_ns'] + x['duration_ns'] > s - 1000000 for s, e in bursts):
+    if not any(x['start_ns'] < e + 1000000 and x['start_ns'] + x['duration_ns'] > s - 1000000 for s, e in bursts + quiet):
         bad += 1
         print(f"stall named after report-hog outside its bursts: {x}", file=sys.stderr)
 # The raw events: each sampled stall is a switch out of the thread (prev_pid) at start_ns and
