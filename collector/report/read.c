@@ -57,7 +57,27 @@ struct rd {
 	size_t n_ids, cap_ids;
 	bool ids_sorted;
 	uint64_t bad;
+	/* guest task names from guest COMM records (guest perf sessions): tid -> comm */
+	int32_t gtid[4096];
+	char gcomm[4096][REPORT_COMM];
 };
+
+/* Slot of a guest tid in the name table (open addressing; full: the last slot probed). */
+static size_t gname_slot(const struct rd *d, int32_t tid)
+{
+	size_t i = ((uint32_t)tid * 2654435761u) % ARRAY_SIZE(d->gtid), n = 0;
+
+	while (d->gtid[i] && d->gtid[i] != tid + 1 && ++n < ARRAY_SIZE(d->gtid))
+		i = (i + 1) % ARRAY_SIZE(d->gtid);
+	return i;
+}
+
+static const char *gname(const struct rd *d, int32_t tid)
+{
+	size_t i = gname_slot(d, tid);
+
+	return tid >= 0 && d->gtid[i] == tid + 1 ? d->gcomm[i] : NULL;
+}
 
 static int field_off(const struct tep_format *f, const char *name, uint32_t size_min, uint32_t size_max,
 		     uint32_t *ret_size)
@@ -351,7 +371,7 @@ static void on_sample(struct rd *d, const struct perf_event_header *e)
 			report_guest_switch(r, (uint32_t)id->vm, (uint32_t)id->vcpu, s.time,
 					    raw_s32(&s, d->f[K_GSWITCH].next_pid, -1), nc);
 		} else {
-			report_guest_task(r, (uint32_t)id->vm, (uint32_t)id->vcpu, s.time, s.tid, NULL);
+			report_guest_task(r, (uint32_t)id->vm, (uint32_t)id->vcpu, s.time, s.tid, gname(d, s.tid));
 		}
 		return;
 	}
@@ -416,10 +436,19 @@ static void on_comm(struct rd *d, const struct perf_event_header *e)
 	int32_t pt[2];
 	long n, vm;
 
-	if (e->size < 17 || mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER)
+	if (e->size < 17)
 		return;
 	memcpy(pt, p + 8, 8);
 	memcpy(comm, p + 16, MIN((size_t)e->size - 16, sizeof(comm) - 1));
+	if (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER) {
+		size_t i = gname_slot(d, pt[1]);
+
+		if (pt[1] >= 0 && pt[1] < INT32_MAX) {
+			d->gtid[i] = pt[1] + 1;
+			memcpy(d->gcomm[i], comm, REPORT_COMM);
+		}
+		return;
+	}
 	if ((n = vcpu_of_comm(comm)) < 0 || pt[1] <= 0)
 		return;
 	vm = report_vm_find(d->r, pt[0]);
