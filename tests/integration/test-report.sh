@@ -3,7 +3,8 @@
 # tests/fuzz/capture-report.py from an e2e 'report' run, where report-hog preempted vCPU 1's
 # QEMU thread on host CPU 1 for 50 ms at 405.092751982): the text table, --json's fields,
 # the filters, bad input, and the --svg picture rendered by a real browser (Debian's chromium,
-# headless): every vCPU's lane drawn and each stall red where the JSON puts it.
+# headless): every vCPU's lane drawn and each stall red where the JSON puts it. And a guest-only
+# session: what the report cannot know, said.
 . "$(dirname "$0")/lib.sh"
 
 in=$VT_SOURCE_ROOT/tests/fuzz/report/real-hog-stall
@@ -39,6 +40,18 @@ check_out "a file that is not perf.data: named, exit 1" "cannot read /etc/hostna
 	bash -c '"$1" report /etc/hostname; echo "exit $?"' _ "$TRACE_COLLECTOR"
 check_out "no FILE: exit 2" 'report needs one FILE' bash -c '"$1" report; echo "exit $?"' _ "$TRACE_COLLECTOR"
 check_out "--svg with --json refused" 'exclude each other' tc report "$in" --json --svg "$T/x.svg"
+
+# A guest-only session with guest perf (tests/fixtures/coarse-clock-fork, a real --no-host
+# session, merged here): the report says what it cannot know instead of guessing.
+check "merge the guest-only fixture" bash -c '"$1" merge "$2" -o "$3" >/dev/null' _ "$TRACE_COLLECTOR" \
+	"$VT_SOURCE_ROOT/tests/fixtures/coarse-clock-fork" "$T/guest-only.data"
+check_out "guest-only: no host sched_switch, said" 'no host sched:sched_switch events .*no stall can be found' \
+	tc report "$T/guest-only.data"
+check_out "guest-only: the vCPU threads unknown (the merge's fallback), said" '0 of 2 vCPU threads named' \
+	tc report "$T/guest-only.data"
+check_out "guest-only --json: no stalls, notes" '^0 stalls, [1-9] notes' bash -c '"$1" report "$2" --json |
+	python3 -c "import json, sys; d = json.load(sys.stdin); print(len(d[\"stalls\"]), \"stalls,\", len(d[\"notes\"]), \"notes\")"' \
+	_ "$TRACE_COLLECTOR" "$T/guest-only.data"
 
 # The picture in a real browser.
 check "--svg" tc report "$in" --svg "$T/r.svg"
