@@ -186,7 +186,8 @@ int report_svg(struct report *r, const struct report_filter *f, FILE *out)
 		s.from = r->o.from;
 		s.to = s.from + 1000000000;
 	}
-	qsort(r->bands, r->n_bands, sizeof(*r->bands), cmp_band); /* the picture's own order */
+	if (r->n_bands)
+		qsort(r->bands, r->n_bands, sizeof(*r->bands), cmp_band); /* the picture's own order */
 	h = SVG_TOP + (double)lanes * SVG_LANE + 40;
 	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
 		     "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "

@@ -162,6 +162,8 @@ static struct rid *id_find(struct rd *d, uint64_t id)
 {
 	struct rid key = { .id = id };
 
+	if (!d->n_ids)
+		return NULL;
 	if (!d->ids_sorted) {
 		qsort(d->ids, d->n_ids, sizeof(*d->ids), cmp_rid);
 		d->ids_sorted = true;

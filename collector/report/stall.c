@@ -690,5 +690,6 @@ static int cmp_stall(const void *a, const void *b)
 
 void report_sort_stalls(struct report *r)
 {
-	qsort(r->stalls, r->n_stalls, sizeof(*r->stalls), cmp_stall);
+	if (r->n_stalls)
+		qsort(r->stalls, r->n_stalls, sizeof(*r->stalls), cmp_stall);
 }
