@@ -37,7 +37,7 @@ static bool stall_shown(const struct report_stall *s, const struct report_filter
 }
 
 /* Stalls over the minimum and the longest: one line (text and stop summary). */
-static void text_headline(const struct report *r, FILE *out)
+static void text_headline(const struct report *r, bool label, FILE *out)
 {
 	uint64_t total = 0;
 	const struct report_stall *l = r->n_stalls ? &r->stalls[0] : NULL;
@@ -45,7 +45,7 @@ static void text_headline(const struct report *r, FILE *out)
 
 	for (size_t i = 0; i < r->n_stalls; i++)
 		total += r->stalls[i].end - r->stalls[i].start;
-	fprintf(out, "stalls: %zu over %.1f ms, %.3f s in all", r->n_stalls, (double)r->o.min_ns / 1e6, (double)total / 1e9);
+	fprintf(out, "%s%zu over %.1f ms, %.3f s in all", label ? "stalls: " : "", r->n_stalls, (double)r->o.min_ns / 1e6, (double)total / 1e9);
 	if (l) {
 		culprit_name(l, c, sizeof(c));
 		fprintf(out, "; longest %.1f ms on vCPU %u (%s) at %.9f: %s, host CPU %d", (double)(l->end - l->start) / 1e6,
@@ -61,7 +61,7 @@ void report_summary_line(const struct report *r, FILE *out)
 		return;
 	}
 	fputs("stalls:  ", out);
-	text_headline(r, out);
+	text_headline(r, false, out);
 }
 
 static void text_stalls(const struct report *r, const struct report_filter *f, FILE *out)
@@ -151,7 +151,7 @@ void report_text(const struct report *r, const struct report_filter *f, FILE *ou
 	fprintf(out, "report of %s: %zu VM(s), host events %.3f s (%llu sched_switch%s%s)\n", r->path ? r->path : "-",
 		r->n_vms, r->has_host ? (double)(r->host_last - r->host_first) / 1e9 : 0.0,
 		(unsigned long long)r->host_switches, r->has_wakeup ? ", sched_wakeup" : "", r->has_kvm ? ", kvm_exit/entry" : "");
-	text_headline(r, out);
+	text_headline(r, true, out);
 	text_stalls(r, f, out);
 	for (size_t i = 0; i < r->n_vms; i++)
 		n += r->vms[i].n_vcpus;

@@ -2,7 +2,8 @@
 /* Host CPU hog of the report e2e test: pinned to one host CPU at SCHED_FIFO, it burns N bursts
  * of B ms with G ms gaps and prints each burst's CLOCK_MONOTONIC start and end (ns), the times
  * host perf record -k CLOCK_MONOTONIC stamps, so the test knows the true preemptions.
- *   report-hog CPU N BURST_MS GAP_MS      prints "tid T" then "burst START END" lines */
+ *   report-hog CPU N BURST_MS GAP_MS      prints "tid T", "ready NS" (pinned, at SCHED_FIFO: what
+ *                                         ran before is its start-up), then "burst START END" lines */
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ int main(int argc, char **argv)
 		perror("report-hog: cannot pin to the CPU at SCHED_FIFO (run as root)");
 		return 1;
 	}
-	printf("tid %d\n", gettid());
+	printf("tid %d\nready %llu\n", gettid(), (unsigned long long)hog_now());
 	fflush(stdout);
 	for (long i = 0; i < n; i++) {
 		uint64_t end;
