@@ -2,7 +2,8 @@
 # e2e: trace-collector report names another VM's vCPU as the culprit (tests/e2e/lib.sh). Guests
 # vtA and vtB boot side by side; vCPU 0's QEMU thread of both is pinned to host CPU 1 (vCPU 1's
 # to CPU 0), and a vt-spin task spins on every vCPU of both: the two vCPU 0 threads take turns
-# on CPU 1. Only A is traced; B's threads are named from the host recording's COMM records.
+# on CPU 1. Only A records the host (B is a --no-host session, whose stop says its stalls are
+# not known); B's threads are named from A's host recording's COMM records.
 # A's vCPU 0 stalls, and the culprit of many of them is "CPU 0/TCG" of B's QEMU, named as VM
 # <B's pid> vCPU 0 in the JSON and in the text.
 . "$(dirname "$0")/lib.sh"
@@ -36,8 +37,14 @@ done
 vm_use A
 check_out "start A (host sched_switch + sched_wakeup)" "^$VM/sessions/" \
 	e2e_start -e 'sched:sched_switch' --host-events 'sched:sched_switch,sched:sched_wakeup'
+vm_use B # its spinners write their markers into the agent's trace instance: B is traced too, guest only
+check_out "start B (--no-host)" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --no-host
 for v in A B; do vm_use $v; e2e_say "spin 3000"; done
 for v in A B; do vm_use $v; check "guest $v: vt-spin done" e2e_wait "^vt-e2e: spin done 3000 status 0" 60; done
+vm_use B
+sum=$(e2e_stop -o "$T/B.data" 2>&1)
+check "stop B exits 0" test $? -eq 0
+check_out "stop B: a --no-host session's stalls are not known, said" '^stalls: +not known \(no host recording' echo "$sum"
 vm_use A
 sum=$(e2e_stop -o "$T/A.data" 2>&1)
 check "stop A exits 0" test $? -eq 0
