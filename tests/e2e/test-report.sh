@@ -120,7 +120,11 @@ for x in sample:
     if not outs or not ins or between:
         wrong += 1
         print(f"stall not backed by the raw switches (out {outs}, in {ins}, in between {between[:3]}): {x}", file=sys.stderr)
-print(f"{len(stalls)} stalls; {checked} sampled checked against perf script, {skipped} skipped, {wrong} wrong; {bad} hog stalls outside bursts", file=sys.stderr)
+for s, e in bursts:  # a missed burst: the thread's raw switches around it, to see why
+    if not any(x['vcpu'] == 1 and x['culprit_pid'] == hog_tid and x['start_ns'] < e and x['start_ns'] + x['duration_ns'] > s for x in stalls):
+        print(f"    raw switches of vCPU 1's thread around {s / 1e9:.9f}: {[(t / 1e9, k) for t, k in ev[tids[1]] if s - 5 * 10**6 <= t <= e + 5 * 10**6]}", file=sys.stderr)
+print(f"notes: {rep['notes']}", file=sys.stderr)
+print(f"{len(stalls)} stalls; {checked} sampled checked against perf script, {skipped} skipped, {wrong} wrong; {int(bad)} hog stalls outside bursts", file=sys.stderr)
 sys.exit(0 if ok * 10 >= 9 * len(bursts) and bad == 0 and wrong == 0 and checked > 0 else 1)
 PY
 check "report --svg" tc report "$out" --svg "$T/report.svg"
