@@ -63,9 +63,10 @@ static void json_vcpu(const struct report *r, const struct report_vm *m, uint32_
 		(unsigned long long)v->off_unknown_ns, (unsigned long long)report_vcpu_stalled(v));
 	for (int k = 0; k < REPORT_N_CAUSES; k++)
 		fprintf(out, ",\"stalled_%s_ns\":%llu", report_cause_name(k), (unsigned long long)v->stalled_ns[k]);
-	fprintf(out, ",\"stalls\":%llu,\"stalls_over_min\":%llu,\"host_switches\":%llu,\"exit_ns\":%llu,\"culprits\":[",
+	fprintf(out, ",\"stalls\":%llu,\"stalls_over_min\":%llu,\"host_switches\":%llu,\"dropped_intervals\":%llu,"
+		     "\"exit_ns\":%llu,\"culprits\":[",
 		(unsigned long long)v->n_stalls, (unsigned long long)v->n_stalls_min, (unsigned long long)v->switches,
-		(unsigned long long)v->exit_ns);
+		(unsigned long long)v->dropped_intervals, (unsigned long long)v->exit_ns);
 	for (size_t i = 0; i < v->n_culprits; i++) {
 		fprintf(out, "%s{\"comm\":", i ? "," : "");
 		json_str(out, v->culprits[i].t.comm);

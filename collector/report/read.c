@@ -489,9 +489,6 @@ static void read_notes(struct rd *d)
 {
 	struct report *r = d->r;
 
-	r->has_switch = d->f[K_SWITCH].present;
-	r->has_wakeup = d->f[K_WAKEUP].present;
-	r->has_kvm = d->f[K_KVM_EXIT].present && d->f[K_KVM_ENTRY].present;
 	r->has_guest = r->n_vms > 0;
 	r->has_host = r->host_first != UINT64_MAX;
 	if (!r->has_guest)
@@ -519,6 +516,16 @@ static void read_notes(struct rd *d)
 			report_note(r, "VM %d: %llu switched-out intervals after the guest's last record not judged "
 				    "(its task was no longer known)", m->machine_pid, (unsigned long long)m->not_judged);
 	}
+	for (size_t i = 0; i < r->n_vms; i++) {
+		uint64_t n = 0;
+
+		for (uint32_t c = 0; c < r->vms[i].n_vcpus; c++)
+			n += r->vms[i].vcpus[c].dropped_intervals;
+		if (n)
+			report_note(r, "VM %d: %llu intervals not judged: a switch of the vCPU thread was missing from the "
+				    "host recording (out twice or in twice; perf on some hosts loses switches out of the "
+				    "idle task)", r->vms[i].machine_pid, (unsigned long long)n);
+	}
 	if (r->host_lost)
 		report_note(r, "host perf lost events %llu times: the threads' state was unknown from each loss "
 			    "to their next switch", (unsigned long long)r->host_lost);
@@ -544,6 +551,10 @@ static int read_run(struct report *r, struct perf_reader *pr, char *err, size_t 
 	q = read_formats(&d, err, errlen);
 	if (q >= 0)
 		q = read_attrs(&d);
+	/* known before the records: stall.c's reasons depend on them */
+	r->has_switch = d.f[K_SWITCH].present;
+	r->has_wakeup = d.f[K_WAKEUP].present;
+	r->has_kvm = d.f[K_KVM_EXIT].present && d.f[K_KVM_ENTRY].present;
 	while (q >= 0 && (q = perf_reader_next(pr, &e)) > 0)
 		on_record(&d, e);
 	if (q < 0 && !err[0])

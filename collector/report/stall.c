@@ -413,8 +413,13 @@ static void stall_cause(const struct report *r, const struct report_vcpu *v, str
 			memcpy(s->culprit.comm, v->waker_comm, REPORT_COMM);
 			return;
 		}
-		s->why = r->has_wakeup ? "no sched_wakeup of the thread was recorded"
-				       : "the host recording has no sched:sched_wakeup (record it to name the waker)";
+		/* No waker known: the task that ran on its CPU meanwhile, if any (not the idle task) */
+		s->why = r->has_wakeup ? "no wakeup of the thread recorded (the host recording lacks it): the culprit "
+					 "is the task that ran on its CPU meanwhile"
+				       : "the host recording has no sched:sched_wakeup (record it to name the waker): the "
+					 "culprit is the task that ran on its CPU meanwhile";
+		if (top && top->pid > 0)
+			s->culprit = *top;
 		return;
 	}
 	if (top)

@@ -25,6 +25,7 @@ for s in d['stalls']:
     for k, t in need.items():
         assert isinstance(s[k], t), (k, s)
     assert s['cause'] in ('preempted', 'host_blocked', 'vm_exit', 'unknown'), s
+    assert 'has no sched:sched_wakeup' not in (s['why'] or ''), s  # it has: read before the records
 top = max(d['stalls'], key=lambda s: s['duration_ns'])
 assert (top['vcpu'], top['start_ns'], top['duration_ns'], top['culprit_comm'], top['culprit_pid'], top['host_cpu'],
         top['guest_task'], top['guest_pid']) == (1, 405092721206, 50199915, 'report-hog', 24506, 1, 'vt-spin', 149), top
