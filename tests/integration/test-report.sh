@@ -44,8 +44,9 @@ check_out "--svg with --json refused" 'exclude each other' tc report "$in" --jso
 
 # A guest-only session with guest perf (tests/fixtures/coarse-clock-fork, a real --no-host
 # session, merged here): the report says what it cannot know instead of guessing.
+cp -r "$VT_SOURCE_ROOT/tests/fixtures/coarse-clock-fork" "$T/session" # the merge writes merge.ini there
 check "merge the guest-only fixture" bash -c '"$1" merge "$2" -o "$3" >/dev/null' _ "$TRACE_COLLECTOR" \
-	"$VT_SOURCE_ROOT/tests/fixtures/coarse-clock-fork" "$T/guest-only.data"
+	"$T/session" "$T/guest-only.data"
 check_out "guest-only: no host sched_switch, said" 'no host sched:sched_switch events .*no stall can be found' \
 	tc report "$T/guest-only.data"
 check_out "guest-only: the vCPU threads unknown (the merge's fallback), said" '0 of 2 vCPU threads named' \
