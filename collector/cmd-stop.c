@@ -155,6 +155,26 @@ static uint64_t stop_budget(const char *dir, const char *out, char *why, size_t 
 	return budget;
 }
 
+/* The stalls line (trace-collector report): one pass over OUT, skipped when it holds no host
+ * recording (nothing to follow) or is over 2 GB (the pass would take a while: run report). */
+static void stop_stalls(const char *dir, const char *out)
+{
+	char data[PATH_MAX + 8], host[16] = "";
+	struct stat st;
+
+	snprintf(data, sizeof(data), "%s/data", out);
+	if (stat(data, &st) < 0 && stat(out, &st) < 0)
+		return;
+	if (session_ini_get(dir, "opt_host", host, sizeof(host)) == 0 && !strcmp(host, "none")) {
+		printf("stalls:  not known (no host recording: --no-host)\n");
+	} else if (st.st_size > (2ll << 30)) {
+		printf("stalls:  not counted here (%.1f GB: run 'trace-collector report %s')\n", (double)st.st_size / 1e9, out);
+	} else {
+		report_stop_summary(out, stdout);
+	}
+	fflush(stdout);
+}
+
 static int stop_merge(const char *dir, const char *out, bool compress)
 {
 	char why[PATH_MAX + 256] = "";
@@ -178,6 +198,7 @@ static int stop_merge(const char *dir, const char *out, bool compress)
 		return 1;
 	}
 	session_ini_set(dir, "state", "merged");
+	stop_stalls(dir, out);
 	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
 		char data[PATH_MAX + 8];
 

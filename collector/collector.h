@@ -13,7 +13,7 @@ struct cmd_entry {
 /* Prints "usage:" + the entry's usage text. */
 void cmd_usage(const struct cmd_entry *cmd, int to_stderr);
 
-extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cmd_stop, cmd_merge;
+extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cmd_stop, cmd_merge, cmd_report;
 
 /* ---- daemon: trace-collector start/status/stop (collector/README.md) ---- */
 #include <limits.h>
@@ -34,6 +34,8 @@ extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cm
 /* 0, 1 when written with the guest clock unaligned, or -errno; -EFBIG when the output would
  * take more than max_bytes (0: no limit), nothing written then. */
 int merge_session(const char *session_dir, const char *out, bool compress, uint64_t max_bytes, FILE *summary);
+/* The stop summary's stalls line for a merged file (collector/report/, cmd-report.c). */
+void report_stop_summary(const char *path, FILE *out);
 /* Whether the merge will line the guest's clock up with the host's: 1 yes, 0 no (why says why),
  * -errno when the session has no usable guest side. */
 int merge_clock_state(const char *session_dir, char *why, size_t whylen);

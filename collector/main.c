@@ -9,7 +9,7 @@
 #include "util.h"
 
 static const struct cmd_entry *const commands[] = {
-	&cmd_setup, &cmd_start, &cmd_status, &cmd_snapshot, &cmd_stop, &cmd_merge,
+	&cmd_setup, &cmd_start, &cmd_status, &cmd_snapshot, &cmd_stop, &cmd_merge, &cmd_report,
 };
 
 static void usage(FILE *f)
@@ -54,6 +54,6 @@ int main(int argc, char **argv)
 	for (size_t c = 0; c < ARRAY_SIZE(commands); c++)
 		if (!strcmp(argv[i], commands[c]->name))
 			return commands[c]->run(argc - i, argv + i);
-	log_error("unknown command '%s' (commands: setup, start, status, snapshot, stop, merge)", argv[i]);
+	log_error("unknown command '%s' (commands: setup, start, status, snapshot, stop, merge, report)", argv[i]);
 	return 2;
 }

@@ -8,7 +8,7 @@ check_out "agent --help lists default events" 'sched, irq, timer' "$TRACE_AGENT"
 check "agent rejects unknown option" bash -c "! '$TRACE_AGENT' --bogus 2>/dev/null"
 check_out "agent bad --instance named" "instance name '../x'" "$TRACE_AGENT" --instance ../x
 check_out "collector --version" '^trace-collector [0-9]+\.[0-9]+' "$TRACE_COLLECTOR" --version
-for c in setup start status snapshot stop merge; do
+for c in setup start status snapshot stop merge report; do
 	check_out "collector --help lists $c" "^  $c " "$TRACE_COLLECTOR" --help
 	check_out "collector $c --help" "^Usage: trace-collector $c" "$TRACE_COLLECTOR" "$c" --help
 done

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The report as a picture: one lane per vCPU on a time axis (--from/--to), the guest task that
+ * held it (a colour per task, idle light grey), the host thread's switched-out times as a dark
+ * strip under it, and each stall as a red mark with its culprit (hover: <title> details).
+ * The <svg> element carries the time-to-x mapping (data-*) so a test can find what it drew. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "util.h"
+
+#define SVG_W 1400.0
+#define SVG_LEFT 150.0
+#define SVG_PLOT (SVG_W - SVG_LEFT - 40.0)
+#define SVG_TOP 50.0
+#define SVG_LANE 64.0
+#define SVG_BAND 30.0
+
+struct svg {
+	FILE *out;
+	uint64_t from, to;
+	double x0, x1, y; /* the rect being built */
+	char fill[16];
+	bool open;
+};
+
+static double svg_x(const struct svg *s, uint64_t t)
+{
+	if (t <= s->from)
+		return SVG_LEFT;
+	if (t >= s->to)
+		return SVG_LEFT + SVG_PLOT;
+	return SVG_LEFT + SVG_PLOT * (double)(t - s->from) / (double)(s->to - s->from);
+}
+
+static void svg_text(FILE *out, const char *t)
+{
+	for (; *t; t++) {
+		if (*t == '<')
+			fputs("&lt;", out);
+		else if (*t == '>')
+			fputs("&gt;", out);
+		else if (*t == '&')
+			fputs("&amp;", out);
+		else if ((unsigned char)*t >= 0x20 && (unsigned char)*t < 0x7f)
+			fputc(*t, out);
+	}
+}
+
+/* A colour per guest task name (idle grey). */
+static void svg_colour(const struct report_band *b, char *buf)
+{
+	uint32_t h = 2166136261u;
+
+	if (b->pid == 0) {
+		snprintf(buf, 16, "#dddddd");
+		return;
+	}
+	for (const char *c = b->comm; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	/* blues and greens: red stays the stalls' */
+	snprintf(buf, 16, "#%02x%02x%02x", 40 + (h & 0x3f), 110 + ((h >> 8) & 0x7f), 140 + ((h >> 16) & 0x73));
+}
+
+static void svg_flush(struct svg *s, double h)
+{
+	if (s->open)
+		fprintf(s->out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"/>\n", s->x0, s->y,
+			MAX(s->x1 - s->x0, 0.5), h, s->fill);
+	s->open = false;
+}
+
+/* Bands closer than a pixel join the rect being built: the picture stays small at any size. */
+static void svg_band(struct svg *s, double x0, double x1, const char *fill, double y, double h)
+{
+	if (s->open && s->y == y && x0 <= s->x1 + 0.5 && (!strcmp(s->fill, fill) || x1 - x0 < 1.0)) {
+		s->x1 = MAX(s->x1, x1);
+		return;
+	}
+	svg_flush(s, h);
+	s->open = true;
+	s->x0 = x0, s->x1 = x1, s->y = y;
+	snprintf(s->fill, sizeof(s->fill), "%s", fill);
+}
+
+static int cmp_band(const void *a, const void *b)
+{
+	const struct report_band *x = a, *y = b;
+
+	if (x->vm != y->vm)
+		return x->vm < y->vm ? -1 : 1;
+	if (x->vcpu != y->vcpu)
+		return x->vcpu < y->vcpu ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
+	return (x->start > y->start) - (x->start < y->start);
+}
+
+static void svg_stall(const struct report *r, struct svg *s, const struct report_stall *st, double y)
+{
+	double x0 = svg_x(s, st->start), x1 = MAX(svg_x(s, st->end), x0 + 1.0);
+
+	fprintf(s->out, "<g class=\"stall\" data-vcpu=\"%u\" data-start-ns=\"%llu\" data-duration-ns=\"%llu\"><title>", st->vcpu,
+		(unsigned long long)st->start, (unsigned long long)(st->end - st->start));
+	fprintf(s->out, "vCPU %u of VM %d stalled %.3f ms at %.9f s: %s", st->vcpu, r->vms[st->vm].machine_pid,
+		(double)(st->end - st->start) / 1e6, (double)st->start / 1e9, report_cause_name(st->cause));
+	if (st->culprit.pid >= 0) {
+		fputs(", culprit ", s->out);
+		svg_text(s->out, st->culprit.comm);
+		fprintf(s->out, " (pid %d", st->culprit.pid);
+		if (st->culprit_vcpu >= 0)
+			fprintf(s->out, ", VM %d vCPU %d", st->culprit_machine_pid, st->culprit_vcpu);
+		fprintf(s->out, ") on host CPU %d", st->host_cpu);
+	} else if (st->why) {
+		fputs(", culprit unknown: ", s->out);
+		svg_text(s->out, st->why);
+	}
+	fputs("; guest task ", s->out);
+	svg_text(s->out, st->guest_comm);
+	fprintf(s->out, " (%d)</title>\n<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"#ff0000\" "
+		       "fill-opacity=\"0.35\"/>\n<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"8\" fill=\"#e00000\"/>\n",
+		st->guest_pid, x0, y, x1 - x0, SVG_BAND + 14, x0, y - 9, x1 - x0);
+	if (x1 - x0 >= 40 && st->culprit.pid >= 0) {
+		fprintf(s->out, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" fill=\"#900000\">", x0 + 1, y + SVG_BAND + 24);
+		svg_text(s->out, st->culprit.comm);
+		fputs("</text>\n", s->out);
+	}
+	fputs("</g>\n", s->out);
+}
+
+static void svg_axis(struct svg *s, double bottom)
+{
+	static const double m[] = { 1, 2, 5 };
+	double span = (double)(s->to - s->from) / 1e9, step = 1e-9, p = 1e-9;
+
+	for (int i = 0; span / step > 12; i = (i + 1) % 3) { /* 1, 2, 5 times a power of ten */
+		if (i == 0 && step > 1e-9)
+			p *= 10;
+		step = m[i] * p;
+	}
+	fprintf(s->out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>\n", SVG_LEFT, bottom,
+		SVG_LEFT + SVG_PLOT, bottom);
+	for (double t = 0; t <= span + 1e-12; t += step) {
+		double x = SVG_LEFT + SVG_PLOT * t / span;
+
+		fprintf(s->out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#bbb\"/>\n"
+			       "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"middle\">%.6f</text>\n",
+			x, SVG_TOP - 12, x, bottom + 4, x, bottom + 16, (double)s->from / 1e9 + t);
+	}
+}
+
+/* The lanes' bands of (vm, vcpu), in time order (bands sorted by lane first). */
+static void svg_lane(const struct report *r, struct svg *s, const struct report_band *b, size_t n, double y)
+{
+	char fill[16];
+
+	for (size_t i = 0; i < n; i++) {
+		double x0 = svg_x(s, b[i].start), x1 = svg_x(s, b[i].end);
+
+		if (b[i].kind == 0) {
+			svg_colour(&b[i], fill);
+			svg_band(s, x0, x1, fill, y, SVG_BAND);
+		} else {
+			if (i == 0 || b[i - 1].kind == 0)
+				svg_flush(s, SVG_BAND);
+			svg_band(s, x0, x1, "#333333", y + SVG_BAND + 2, 6);
+		}
+	}
+	svg_flush(s, n && b[n - 1].kind ? 6 : SVG_BAND);
+	(void)r;
+}
+
+int report_svg(struct report *r, const struct report_filter *f, FILE *out)
+{
+	struct svg s = { .out = out };
+	size_t lanes = 0, bi = 0;
+	double h;
+
+	for (size_t i = 0; i < r->n_vms; i++)
+		for (uint32_t c = 0; c < r->vms[i].n_vcpus; c++)
+			lanes += f->vcpu < 0 || (long)c == f->vcpu;
+	s.from = MAX(r->o.from, r->has_host ? r->host_first : r->t_first);
+	s.to = MIN(r->o.to, r->has_host ? r->host_last : r->t_last);
+	if (!lanes || s.to <= s.from) {
+		s.from = r->o.from;
+		s.to = s.from + 1000000000;
+	}
+	if (r->n_bands)
+		qsort(r->bands, r->n_bands, sizeof(*r->bands), cmp_band); /* the picture's own order */
+	h = SVG_TOP + (double)lanes * SVG_LANE + 40;
+	fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+		     "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" "
+		     "data-from-ns=\"%llu\" data-to-ns=\"%llu\" data-left=\"%.1f\" data-plot-width=\"%.1f\" "
+		     "data-top=\"%.1f\" data-lane=\"%.1f\" data-band=\"%.1f\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+		SVG_W, h, SVG_W, h, (unsigned long long)s.from, (unsigned long long)s.to, SVG_LEFT, SVG_PLOT, SVG_TOP, SVG_LANE,
+		SVG_BAND);
+	fprintf(out, "<text x=\"10\" y=\"20\" font-size=\"14\">vCPU stalls: ");
+	svg_text(out, r->path ? r->path : "");
+	fprintf(out, " (%zu stalls of %.1f ms or more; guest task per vCPU, host thread switched out below, stalls red; "
+		     "hover for details)</text>\n", r->n_stalls, (double)r->o.min_ns / 1e6);
+	svg_axis(&s, h - 30);
+	lanes = 0;
+	for (size_t i = 0; i < r->n_vms; i++)
+		for (uint32_t c = 0; c < r->vms[i].n_vcpus; c++) {
+			double y = SVG_TOP + (double)lanes * SVG_LANE;
+			size_t from = bi;
+
+			while (bi < r->n_bands && (r->bands[bi].vm < i || (r->bands[bi].vm == i && r->bands[bi].vcpu <= c)))
+				bi++;
+			if (f->vcpu >= 0 && (long)c != f->vcpu)
+				continue;
+			fprintf(out, "<g class=\"lane\" data-vcpu=\"%u\" data-y=\"%.1f\">\n<text x=\"8\" y=\"%.1f\" font-size=\"12\">"
+				     "vCPU %u</text>\n<text x=\"8\" y=\"%.1f\" font-size=\"9\" fill=\"#666\">VM %d, thread %d</text>\n",
+				c, y, y + 14, c, y + 27, r->vms[i].machine_pid, r->vms[i].vcpus[c].tid);
+			svg_lane(r, &s, r->bands + from, bi - from, y);
+			for (size_t k = 0; k < r->n_stalls; k++)
+				if (r->stalls[k].vm == i && r->stalls[k].vcpu == c && r->stalls[k].end > s.from &&
+				    r->stalls[k].start < s.to)
+					svg_stall(r, &s, &r->stalls[k], y);
+			fputs("</g>\n", out);
+			lanes++;
+		}
+	fputs("</svg>\n", out);
+	return ferror(out) ? -EIO : 0;
+}

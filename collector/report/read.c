@@ -1,0 +1,601 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The report's reader: a merged perf.data (docs/perf-data.md) through common/perf_reader, in
+ * one pass. It finds the events it needs by their formats in TRACING_DATA (host
+ * sched:sched_switch, sched:sched_wakeup, kvm:kvm_exit/kvm_entry; the guest's
+ * guest_sched:sched_switch), each VM and its vCPUs from the extended ID_INDEX (machine_pid,
+ * vcpu, and the tid of QEMU's vCPU thread that the merge found), vCPU threads from host COMM
+ * records named "CPU n/KVM" or "CPU n/TCG", and hands every relevant record to stall.c. The
+ * file may come from anywhere: every offset and size is checked. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "perf_reader.h"
+#include "report.h"
+#include "tep_format.h"
+#include "tracing_data.h"
+#include "util.h"
+
+enum kind { K_NONE, K_SWITCH, K_WAKEUP, K_KVM_EXIT, K_KVM_ENTRY, K_GSWITCH, K_N };
+
+static const struct {
+	const char *sys, *name;
+} kind_names[K_N] = {
+	[K_SWITCH] = { "sched", "sched_switch" }, [K_WAKEUP] = { "sched", "sched_wakeup" },
+	[K_KVM_EXIT] = { "kvm", "kvm_exit" }, [K_KVM_ENTRY] = { "kvm", "kvm_entry" },
+	[K_GSWITCH] = { "guest_sched", "sched_switch" },
+};
+
+/* Field offsets (-1: absent) of one event kind. */
+struct fmt {
+	bool present;
+	uint32_t id;
+	int32_t prev_pid, prev_comm, prev_state, next_pid, next_comm, pid, reason, target_cpu;
+	uint32_t state_size, reason_size;
+};
+
+struct rid {
+	uint64_t id;
+	uint32_t attr;
+	int32_t vm, vcpu; /* a guest id: its VM (index) and vCPU; -1 for the host */
+};
+
+struct rd {
+	struct report *r;
+	struct perf_reader *pr;
+	size_t n_attrs;
+	const struct perf_attr_ids **attrs;
+	uint8_t *kinds;
+	bool *usable;
+	struct fmt f[K_N];
+	struct rid *ids;
+	size_t n_ids, cap_ids;
+	bool ids_sorted;
+	uint64_t bad;
+	/* guest task names from guest COMM records (guest perf sessions): tid -> comm */
+	int32_t gtid[4096];
+	char gcomm[4096][REPORT_COMM];
+};
+
+/* Slot of a guest tid in the name table (open addressing; full: the last slot probed). */
+static size_t gname_slot(const struct rd *d, int32_t tid)
+{
+	size_t i = ((uint32_t)tid * 2654435761u) % ARRAY_SIZE(d->gtid), n = 0;
+
+	while (d->gtid[i] && d->gtid[i] != tid + 1 && ++n < ARRAY_SIZE(d->gtid))
+		i = (i + 1) % ARRAY_SIZE(d->gtid);
+	return i;
+}
+
+static const char *gname(const struct rd *d, int32_t tid)
+{
+	size_t i = gname_slot(d, tid);
+
+	return tid >= 0 && d->gtid[i] == tid + 1 ? d->gcomm[i] : NULL;
+}
+
+static int field_off(const struct tep_format *f, const char *name, uint32_t size_min, uint32_t size_max,
+		     uint32_t *ret_size)
+{
+	const struct tep_format_field *x = tep_format_field(f, name);
+
+	if (!x || x->dyn || x->size < size_min || x->size > size_max)
+		return -1;
+	if (ret_size)
+		*ret_size = x->size;
+	return (int32_t)x->offset;
+}
+
+static int find_formats(const char *sys, const struct td_text *t, void *ud)
+{
+	struct rd *d = ud;
+	struct tep_format f;
+
+	for (int k = 1; k < K_N; k++) {
+		struct fmt *m = &d->f[k];
+
+		if (m->present || strcmp(sys, kind_names[k].sys) || tep_format_parse(t->data, t->len, &f) < 0 ||
+		    strcmp(f.name, kind_names[k].name))
+			continue;
+		m->present = true;
+		m->id = f.id;
+		m->prev_pid = field_off(&f, "prev_pid", 4, 4, NULL);
+		m->next_pid = field_off(&f, "next_pid", 4, 4, NULL);
+		m->prev_comm = field_off(&f, "prev_comm", REPORT_COMM, REPORT_COMM, NULL);
+		m->next_comm = field_off(&f, "next_comm", REPORT_COMM, REPORT_COMM, NULL);
+		m->prev_state = field_off(&f, "prev_state", 4, 8, &m->state_size);
+		m->pid = field_off(&f, "pid", 4, 4, NULL);
+		m->target_cpu = field_off(&f, "target_cpu", 4, 4, NULL);
+		m->reason = field_off(&f, "exit_reason", 4, 8, &m->reason_size);
+		break;
+	}
+	return 0;
+}
+
+static int read_formats(struct rd *d, char *err, size_t errlen)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct tracing_data td;
+	size_t len;
+	int q = perf_reader_feature(d->pr, PERF_FEAT_TRACING_DATA, &buf, &len);
+
+	if (q == -ENOENT)
+		return 0; /* no tracepoints at all: said below */
+	if (q < 0 || tracing_data_parse(buf, len, &td) < 0) {
+		snprintf(err, errlen, "its TRACING_DATA section is damaged");
+		return -EBADMSG;
+	}
+	tracing_data_for_each(&td, find_formats, d);
+	tracing_data_free(&td);
+	return 0;
+}
+
+static int id_add(struct rd *d, uint64_t id, uint32_t attr, int32_t vm, int32_t vcpu)
+{
+	if (d->n_ids == d->cap_ids) {
+		size_t nc = d->cap_ids ? d->cap_ids * 2 : 256;
+		struct rid *p;
+
+		if (nc > PERF_READER_MAX_IDS * 2u || !(p = realloc(d->ids, nc * sizeof(*p))))
+			return -ENOMEM;
+		d->ids = p;
+		d->cap_ids = nc;
+	}
+	d->ids[d->n_ids++] = (struct rid){ id, attr, vm, vcpu };
+	d->ids_sorted = false;
+	return 0;
+}
+
+static int cmp_rid(const void *a, const void *b)
+{
+	const struct rid *x = a, *y = b;
+
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+static struct rid *id_find(struct rd *d, uint64_t id)
+{
+	struct rid key = { .id = id };
+
+	if (!d->n_ids)
+		return NULL;
+	if (!d->ids_sorted) {
+		qsort(d->ids, d->n_ids, sizeof(*d->ids), cmp_rid);
+		d->ids_sorted = true;
+	}
+	return bsearch(&key, d->ids, d->n_ids, sizeof(key), cmp_rid);
+}
+
+/* Attrs: their kinds (by tracepoint id) and ids. */
+static int read_attrs(struct rd *d)
+{
+	d->n_attrs = perf_reader_n_attrs(d->pr);
+	d->attrs = calloc(d->n_attrs + 1, sizeof(*d->attrs));
+	d->kinds = calloc(d->n_attrs + 1, 1);
+	d->usable = calloc(d->n_attrs + 1, sizeof(*d->usable));
+	if (!d->attrs || !d->kinds || !d->usable)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->n_attrs; i++) {
+		const struct perf_attr_ids *a = perf_reader_attr(d->pr, i);
+		uint64_t st = a->attr.sample_type;
+
+		d->attrs[i] = a;
+		d->usable[i] = (st & PERF_SAMPLE_TIME) && !(st & PERF_SAMPLE_READ);
+		for (int k = 1; k < K_N; k++)
+			if (a->attr.type == PERF_TYPE_TRACEPOINT && d->f[k].present && a->attr.config == d->f[k].id)
+				d->kinds[i] = (uint8_t)k;
+		for (size_t j = 0; j < a->n_ids; j++)
+			if (id_add(d, a->ids[j], (uint32_t)i, -1, -1) < 0)
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+struct smp {
+	uint64_t id, time;
+	int32_t pid, tid;
+	uint32_t cpu;
+	const uint8_t *raw;
+	uint32_t raw_len;
+};
+
+/* The id of a sample (IDENTIFIER first, else ID in its place), or false. */
+static bool sample_id(const struct rd *d, const struct perf_event_header *e, uint64_t *ret)
+{
+	const uint8_t *p = (const uint8_t *)e;
+	uint64_t st;
+	size_t off = 8;
+
+	if (d->n_attrs == 1) {
+		*ret = d->attrs[0]->n_ids ? d->attrs[0]->ids[0] : 0;
+		st = d->attrs[0]->attr.sample_type;
+		if (!(st & (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_ID)))
+			return true;
+	}
+	if (!d->n_attrs || e->size < 16)
+		return false;
+	st = d->attrs[0]->attr.sample_type; /* perf requires one id position for all attrs */
+	if (!(st & PERF_SAMPLE_IDENTIFIER)) {
+		if (!(st & PERF_SAMPLE_ID))
+			return false;
+		off += 8 * (size_t)__builtin_popcountll(st & (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+								 PERF_SAMPLE_ADDR));
+	}
+	if (off + 8 > e->size)
+		return false;
+	memcpy(ret, p + off, 8);
+	return true;
+}
+
+/* The fields of a sample of attr a; false when they do not fit the record. */
+static bool sample_parse(const struct perf_event_attr *a, const struct perf_event_header *e, struct smp *s)
+{
+	const uint8_t *p = (const uint8_t *)e;
+	uint64_t st = a->sample_type, nr;
+	size_t off = 8, end = e->size;
+
+	memset(s, 0, sizeof(*s));
+	s->pid = s->tid = -1;
+#define TAKE(bit, dst, n)                          \
+	if (st & (bit)) {                          \
+		if (off + 8 > end)                 \
+			return false;              \
+		memcpy((void *)(dst), p + off, n); \
+		off += 8;                          \
+	}
+#define SKIP(bits) off += 8 * (size_t)__builtin_popcountll(st & (bits))
+	TAKE(PERF_SAMPLE_IDENTIFIER, &s->id, 8);
+	SKIP(PERF_SAMPLE_IP);
+	if (st & PERF_SAMPLE_TID) {
+		if (off + 8 > end)
+			return false;
+		memcpy(&s->pid, p + off, 4);
+		memcpy(&s->tid, p + off + 4, 4);
+		off += 8;
+	}
+	TAKE(PERF_SAMPLE_TIME, &s->time, 8);
+	SKIP(PERF_SAMPLE_ADDR);
+	TAKE(PERF_SAMPLE_ID, &s->id, 8);
+	SKIP(PERF_SAMPLE_STREAM_ID);
+	TAKE(PERF_SAMPLE_CPU, &s->cpu, 4);
+	SKIP(PERF_SAMPLE_PERIOD);
+#undef TAKE
+#undef SKIP
+	if (off > end)
+		return false;
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		if (off + 8 > end)
+			return false;
+		memcpy(&nr, p + off, 8);
+		if (nr > (end - off - 8) / 8)
+			return false;
+		off += 8 + nr * 8;
+	}
+	if (st & PERF_SAMPLE_RAW) {
+		if (off + 4 > end)
+			return false;
+		memcpy(&s->raw_len, p + off, 4);
+		s->raw = p + off + 4;
+		if (s->raw_len > end - off - 4)
+			return false;
+	}
+	return true;
+}
+
+/* A fixed field of the raw data: false when absent or outside it. */
+static bool raw_get(const struct smp *s, int32_t off, uint32_t size, void *dst)
+{
+	if (off < 0 || !s->raw || (uint32_t)off > s->raw_len || s->raw_len - (uint32_t)off < size)
+		return false;
+	memcpy(dst, s->raw + off, size);
+	return true;
+}
+
+static int32_t raw_s32(const struct smp *s, int32_t off, int32_t dflt)
+{
+	int32_t v;
+
+	return raw_get(s, off, 4, &v) ? v : dflt;
+}
+
+static int64_t raw_long(const struct smp *s, int32_t off, uint32_t size, int64_t dflt)
+{
+	int64_t v8;
+	int32_t v4;
+
+	if (size == 8)
+		return raw_get(s, off, 8, &v8) ? v8 : dflt;
+	return raw_get(s, off, 4, &v4) ? v4 : dflt;
+}
+
+static void raw_comm(const struct smp *s, int32_t off, char *dst)
+{
+	if (!raw_get(s, off, REPORT_COMM, dst))
+		snprintf(dst, REPORT_COMM, "?");
+	dst[REPORT_COMM - 1] = '\0';
+}
+
+static void host_sample(struct rd *d, int kind, const struct smp *s)
+{
+	const struct fmt *f = &d->f[kind];
+	char pc[REPORT_COMM], nc[REPORT_COMM];
+	int32_t pp, np;
+
+	switch (kind) {
+	case K_SWITCH:
+		pp = raw_s32(s, f->prev_pid, -1);
+		np = raw_s32(s, f->next_pid, -1);
+		if (pp < 0 || np < 0) {
+			d->bad++;
+			return;
+		}
+		raw_comm(s, f->prev_comm, pc);
+		raw_comm(s, f->next_comm, nc);
+		report_host_switch(d->r, s->time, s->cpu, pp, pc, raw_long(s, f->prev_state, f->state_size, -1), np, nc);
+		break;
+	case K_WAKEUP:
+		report_host_wakeup(d->r, s->time, s->cpu, s->tid, raw_s32(s, f->pid, -1), raw_s32(s, f->target_cpu, -1));
+		break;
+	case K_KVM_EXIT:
+		report_host_kvm(d->r, s->time, s->tid, true, raw_long(s, f->reason, f->reason_size, -1));
+		break;
+	case K_KVM_ENTRY:
+		report_host_kvm(d->r, s->time, s->tid, false, 0);
+		break;
+	}
+}
+
+static void on_sample(struct rd *d, const struct perf_event_header *e)
+{
+	struct report *r = d->r;
+	struct rid *id;
+	uint64_t v;
+	struct smp s;
+	char nc[REPORT_COMM];
+
+	if (!sample_id(d, e, &v) || !(id = id_find(d, v)) || !d->usable[id->attr] ||
+	    !sample_parse(&d->attrs[id->attr]->attr, e, &s)) {
+		d->bad++;
+		return;
+	}
+	if (s.time < r->t_last)
+		r->out_of_order++; /* the merge writes in time order; stall.c sees it as it is */
+	r->t_last = MAX(r->t_last, s.time);
+	r->t_first = MIN(r->t_first, s.time);
+	if (id->vm >= 0) {
+		if (d->kinds[id->attr] == K_GSWITCH) {
+			raw_comm(&s, d->f[K_GSWITCH].next_comm, nc);
+			report_guest_switch(r, (uint32_t)id->vm, (uint32_t)id->vcpu, s.time,
+					    raw_s32(&s, d->f[K_GSWITCH].next_pid, -1), nc);
+		} else {
+			report_guest_task(r, (uint32_t)id->vm, (uint32_t)id->vcpu, s.time, s.tid, gname(d, s.tid));
+		}
+		return;
+	}
+	r->host_first = MIN(r->host_first, s.time);
+	r->host_last = MAX(r->host_last, s.time);
+	if (d->kinds[id->attr] != K_NONE && d->kinds[id->attr] != K_GSWITCH)
+		host_sample(d, d->kinds[id->attr], &s);
+}
+
+/* Extended ID_INDEX entries name each guest id's VM (machine_pid) and vCPU, and the merge's
+ * tid of that vCPU's QEMU thread. */
+static void on_id_index(struct rd *d, const struct perf_event_header *e)
+{
+	const uint8_t *p = (const uint8_t *)e;
+	uint64_t nr;
+
+	if (e->size < 16)
+		return;
+	memcpy(&nr, p + 8, 8);
+	if (nr > (e->size - 16u) / 48u)
+		return; /* not extended (no machine_pid): host ids */
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t ent[4], mv[2];
+		struct rid *id;
+		uint32_t vm;
+
+		memcpy(ent, p + 16 + i * 32, 32);
+		memcpy(mv, p + 16 + nr * 32 + i * 16, 16);
+		if (!mv[0] || mv[0] > INT32_MAX || mv[1] >= REPORT_MAX_VCPUS || !(id = id_find(d, ent[0])))
+			continue;
+		if (report_vm_add(d->r, (int32_t)mv[0], (uint32_t)mv[1] + 1, &vm) < 0)
+			continue;
+		id->vm = (int32_t)vm;
+		id->vcpu = (int32_t)mv[1];
+		if (d->kinds[id->attr] == K_GSWITCH)
+			d->r->vms[vm].has_guest_switch = true;
+		if ((int64_t)ent[3] > 0 && (int64_t)ent[3] <= INT32_MAX)
+			report_vcpu_thread(d->r, vm, (uint32_t)mv[1], (int32_t)ent[3]);
+	}
+}
+
+/* "CPU <n>/<accelerator>": QEMU's vCPU thread names (-name debug-threads=on); -1 otherwise. */
+static long vcpu_of_comm(const char *s)
+{
+	char *end;
+	long n;
+
+	if (strncmp(s, "CPU ", 4) || s[4] < '0' || s[4] > '9')
+		return -1;
+	n = strtol(s + 4, &end, 10);
+	if (*end != '/' || !end[1] || n >= REPORT_MAX_VCPUS)
+		return -1;
+	return n;
+}
+
+/* Host COMM records: QEMU's vCPU threads, of a VM in the file or of another QEMU. */
+static void on_comm(struct rd *d, const struct perf_event_header *e)
+{
+	const uint8_t *p = (const uint8_t *)e;
+	uint16_t mode = e->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+	char comm[REPORT_COMM] = "";
+	int32_t pt[2];
+	long n, vm;
+
+	if (e->size < 17)
+		return;
+	memcpy(pt, p + 8, 8);
+	memcpy(comm, p + 16, MIN((size_t)e->size - 16, sizeof(comm) - 1));
+	if (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER) {
+		size_t i = gname_slot(d, pt[1]);
+
+		if (pt[1] >= 0 && pt[1] < INT32_MAX) {
+			d->gtid[i] = pt[1] + 1;
+			memcpy(d->gcomm[i], comm, REPORT_COMM);
+		}
+		return;
+	}
+	if ((n = vcpu_of_comm(comm)) < 0 || pt[1] <= 0)
+		return;
+	vm = report_vm_find(d->r, pt[0]);
+	if (vm >= 0 && (uint32_t)n < d->r->vms[vm].n_vcpus)
+		report_vcpu_thread(d->r, (uint32_t)vm, (uint32_t)n, pt[1]);
+	else
+		report_foreign_thread(d->r, pt[0], pt[1], (int32_t)n);
+}
+
+static void on_record(struct rd *d, const struct perf_event_header *e)
+{
+	uint16_t mode = e->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+	bool guest = mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER;
+
+	d->r->records++;
+	switch (e->type) {
+	case PERF_RECORD_SAMPLE:
+		on_sample(d, e);
+		break;
+	case PERF_REC_ID_INDEX:
+		on_id_index(d, e);
+		break;
+	case PERF_RECORD_COMM:
+		on_comm(d, e);
+		break;
+	case PERF_RECORD_LOST:
+	case PERF_RECORD_LOST_SAMPLES:
+		if (!guest)
+			report_host_lost(d->r, d->r->t_last);
+		break;
+	}
+}
+
+/* What the file lets the report know, said once. */
+static void read_notes(struct rd *d)
+{
+	struct report *r = d->r;
+
+	r->has_guest = r->n_vms > 0;
+	r->has_host = r->host_first != UINT64_MAX;
+	if (!r->has_guest)
+		report_note(r, "no guest events (no VM in the file's ID_INDEX): nothing to report");
+	if (!r->has_switch || !r->host_switches)
+		report_note(r, "no host sched:sched_switch events (a --no-host session, or host perf without "
+			    "-e sched:sched_switch): the vCPU threads' host state is unknown, no stall can be found");
+	else if (!r->has_wakeup)
+		report_note(r, "no host sched:sched_wakeup: the waker of a blocked vCPU thread is unknown "
+			    "(start --host-events sched:sched_switch,sched:sched_wakeup)");
+	if (d->f[K_SWITCH].present && d->f[K_SWITCH].prev_state < 0)
+		report_note(r, "the host's sched_switch has no prev_state: preempted and blocked cannot be told apart");
+	for (size_t i = 0; i < r->n_vms; i++) {
+		const struct report_vm *m = &r->vms[i];
+
+		if (m->threads_named < m->n_vcpus)
+			report_note(r, "VM %d: %u of %u vCPU threads named (QEMU's \"CPU n/KVM\" or \"CPU n/TCG\" "
+				    "threads; the merge's vCPU fallback when none): the others cannot be followed",
+				    m->machine_pid, m->threads_named, m->n_vcpus);
+		if (!m->has_guest_switch)
+			report_note(r, "VM %d: no guest sched:sched_switch: the guest's task is taken from its "
+				    "latest record (start -e sched:sched_switch to know idle from busy exactly)",
+				    m->machine_pid);
+		if (m->not_judged)
+			report_note(r, "VM %d: %llu switched-out intervals after the guest's last record not judged "
+				    "(its task was no longer known)", m->machine_pid, (unsigned long long)m->not_judged);
+	}
+	for (size_t i = 0; i < r->n_vms; i++) {
+		uint64_t n = 0;
+
+		for (uint32_t c = 0; c < r->vms[i].n_vcpus; c++)
+			n += r->vms[i].vcpus[c].dropped_intervals;
+		if (n)
+			report_note(r, "VM %d: %llu intervals not judged: a switch of the vCPU thread was missing from the "
+				    "host recording (out twice or in twice; perf on some hosts loses switches out of the "
+				    "idle task)", r->vms[i].machine_pid, (unsigned long long)n);
+	}
+	if (r->host_lost)
+		report_note(r, "host perf lost events %llu times: the threads' state was unknown from each loss "
+			    "to their next switch", (unsigned long long)r->host_lost);
+	if (d->bad)
+		report_note(r, "%llu samples could not be read (unknown id or damaged)", (unsigned long long)d->bad);
+}
+
+static void rd_free(struct rd *d)
+{
+	free(d->attrs);
+	free(d->kinds);
+	free(d->usable);
+	free(d->ids);
+	perf_reader_free(d->pr);
+}
+
+static int read_run(struct report *r, struct perf_reader *pr, char *err, size_t errlen)
+{
+	struct rd d = { .r = r, .pr = pr };
+	const struct perf_event_header *e;
+	int q;
+
+	q = read_formats(&d, err, errlen);
+	if (q >= 0)
+		q = read_attrs(&d);
+	/* known before the records: stall.c's reasons depend on them */
+	r->has_switch = d.f[K_SWITCH].present;
+	r->has_wakeup = d.f[K_WAKEUP].present;
+	r->has_kvm = d.f[K_KVM_EXIT].present && d.f[K_KVM_ENTRY].present;
+	while (q >= 0 && (q = perf_reader_next(pr, &e)) > 0)
+		on_record(&d, e);
+	if (q < 0 && !err[0])
+		snprintf(err, errlen, "%s", q == -ENOMEM ? "out of memory" : perf_reader_error(pr));
+	if (q >= 0) {
+		report_end(r);
+		read_notes(&d);
+	}
+	rd_free(&d);
+	return q < 0 ? q : 0;
+}
+
+int report_read_fd(struct report *r, int fd, char *err, size_t errlen)
+{
+	struct perf_reader *pr = NULL;
+	int q;
+
+	err[0] = '\0';
+	q = perf_reader_open_fd(fd, &pr, err, errlen);
+	if (q < 0) {
+		close(fd);
+		return q;
+	}
+	return read_run(r, pr, err, errlen);
+}
+
+int report_read(struct report *r, const char *path, char *err, size_t errlen)
+{
+	char data[PATH_MAX + 8];
+	struct perf_reader *pr = NULL;
+	struct stat st;
+	int q;
+
+	err[0] = '\0';
+	r->path = path;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) { /* a perf.data directory */
+		snprintf(data, sizeof(data), "%s/data", path);
+		path = data;
+	}
+	q = perf_reader_open(path, &pr, err, errlen);
+	if (q < 0)
+		return q;
+	return read_run(r, pr, err, errlen);
+}
