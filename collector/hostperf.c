@@ -25,12 +25,13 @@ struct hostperf {
 	char data[PATH_MAX + 16];
 };
 
-/* Default host events: sched_switch, plus kvm entry/exit when the host has them. */
+/* Default host events: sched_switch and sched_wakeup (who ran instead of a vCPU thread, who
+ * woke it: trace-collector report), plus kvm entry/exit when the host has them. */
 static void hostperf_default_events(char *buf, size_t size)
 {
 	struct stat st;
 
-	snprintf(buf, size, "sched:sched_switch%s",
+	snprintf(buf, size, "sched:sched_switch,sched:sched_wakeup%s",
 		 stat(TRACEFS "/events/kvm/kvm_entry", &st) == 0 && stat(TRACEFS "/events/kvm/kvm_exit", &st) == 0
 			 ? ",kvm:kvm_entry,kvm:kvm_exit" : "");
 }
