@@ -94,7 +94,7 @@ check "a host sample made guest-mode (pid $qpid, ip native_safe_halt+4: what cyc
 	python3 "$E2E_DIR/host-guest-sample.py" "$hs/host.data" "$T/hg.data" "$qpid" "$(printf %x $((0x${addr:-0} + 4)))"
 check "merge --host-data with it" tc merge "$hs" --host-data "$T/hg.data" -o "$T/hg.out"
 check_out "perf script names the host's guest-mode sample from the guest's kallsyms, in the guest machine" \
-	"^ *\[guest/$qpid\] +$qpid +sched:sched_switch: +ffffffff[0-9a-f]+ native_safe_halt \(\[guest\.kernel\.kallsyms\.$qpid\]\)" \
+	"^ *\[guest/$qpid\] +$qpid +sched:sched_(switch|wakeup): +ffffffff[0-9a-f]+ native_safe_halt \(\[guest\.kernel\.kallsyms\.$qpid\]\)" \
 	"$PERF" script -i "$T/hg.out" -F comm,pid,event,ip,sym,dso
 check_out "perf annotate disassembles workload_spin_hot from the guest's binary (the output's build-id dir's copy)" \
 	'^ +: +[0-9]+ +0000000000[0-9a-f]+ <workload_spin_hot>:' "$PERF" --buildid-dir "$gdir" annotate -i "$out" --stdio workload_spin_hot
