@@ -20,7 +20,7 @@
 #define META_NAME_MAX 256
 
 struct agentctl {
-	struct daemon *d;
+	struct agentctl_ops ops;
 	struct port *port;
 	struct event *rev, *wev;
 	struct vt_reader rd;
@@ -52,7 +52,7 @@ static void agentctl_writable(evutil_socket_t fd, short what, void *arg)
 			break;
 		if (n < 0) {
 			event_del(a->rev);
-			daemon_agent_gone(a->d, (int)n);
+			a->ops.gone(a->ops.userdata, (int)n);
 			return;
 		}
 		a->out_off += (size_t)n;
@@ -223,7 +223,7 @@ static void agentctl_dispatch(struct agentctl *a, enum vt_read_result res, const
 		agentctl_reply_error(a, m->hdr.seq, EOPNOTSUPP, "unknown frame type");
 		return;
 	}
-	daemon_agent_msg(a->d, m);
+	a->ops.msg(a->ops.userdata, m);
 }
 
 static void agentctl_readable(evutil_socket_t fd, short what, void *arg)
@@ -247,7 +247,7 @@ static void agentctl_readable(evutil_socket_t fd, short what, void *arg)
 		if (n < 0) { /* EOF counts as -EPIPE */
 			event_del(a->rev);
 			event_del(a->wev);
-			daemon_agent_gone(a->d, (int)n);
+			a->ops.gone(a->ops.userdata, (int)n);
 			return;
 		}
 		a->last_rx_ns = util_now_ns(CLOCK_MONOTONIC);
@@ -257,13 +257,13 @@ static void agentctl_readable(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-int agentctl_new(struct daemon *d, struct port *port, struct event_base *base, struct agentctl **ret)
+int agentctl_new(const struct agentctl_ops *ops, struct port *port, struct event_base *base, struct agentctl **ret)
 {
 	struct agentctl *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return -ENOMEM;
-	a->d = d;
+	a->ops = *ops;
 	a->port = port;
 	a->last_rx_ns = util_now_ns(CLOCK_MONOTONIC);
 	a->seq = (uint32_t)a->last_rx_ns & 0xffff;

@@ -229,7 +229,16 @@ struct spool_stats {
 };
 struct spool;
 /* perf: the CPU's perf-path-cpuN stream into perf-cpuN.spool. */
-int spool_new(struct daemon *d, unsigned cpu, bool perf, struct port *port, const char *session_dir,
+/* A spool tells its owner what happened through ops only; the owner acts on it later, from its
+ * own loop (a callback never runs the owner's stop). */
+struct spool_ops {
+	void *userdata;
+	void (*error)(void *userdata, unsigned k, int err); /* k: SPOOL_INDEX; the port or the file */
+	void (*progress)(void *userdata, unsigned k);       /* bytes spooled: the owner's limits */
+	/* The spools by SPOOL_INDEX (NULL where none), or NULL: the flight recorder's peers. */
+	struct spool *const *(*peers)(void *userdata);
+};
+int spool_new(const struct spool_ops *ops, unsigned cpu, bool perf, struct port *port, const char *session_dir,
 	      uint64_t session_id, uint32_t page_size, struct spool **ret);
 void spool_free(struct spool *s);
 /* --flight-recorder: keep only the newest bytes of this stream on disk (a perf stream: cut at a
@@ -269,11 +278,6 @@ int spool_persist(struct spool *s);        /* the buffered tail into the file (f
 void spool_stats(const struct spool *s, struct spool_stats *ret);
 void spool_rate_tick(struct spool *s, uint64_t now_ns);
 double spool_rate(const struct spool *s); /* MB/s over the last few seconds */
-/* Called by spool.c into the daemon: */
-void daemon_spool_error(struct daemon *d, unsigned k, int err); /* k: SPOOL_INDEX */
-void daemon_spool_progress(struct daemon *d, unsigned k);
-/* The spools by SPOOL_INDEX (NULL where none), or NULL: the flight recorder's peers. */
-struct spool *const *daemon_spools(struct daemon *d);
 
 /* kcache.c: the VM's cached guest kallsyms (VM_DIR/cache/kallsyms and kallsyms.key). */
 #define KCACHE_KEY_LEN 16
@@ -296,7 +300,13 @@ struct agent_hello {
 	char clock_res[256]; /* each readable clock's measured step, "mono=4000000ns x86-tsc=38cycles" */
 };
 struct agentctl;
-int agentctl_new(struct daemon *d, struct port *port, struct event_base *base, struct agentctl **ret);
+/* Its owner hears of frames and of the port going away through ops only. */
+struct agentctl_ops {
+	void *userdata;
+	void (*msg)(void *userdata, const struct vt_msg *m); /* a whole, checked frame */
+	void (*gone)(void *userdata, int err);               /* the port failed: -errno */
+};
+int agentctl_new(const struct agentctl_ops *ops, struct port *port, struct event_base *base, struct agentctl **ret);
 void agentctl_free(struct agentctl *a);
 int agentctl_send_hello(struct agentctl *a);
 /* CONFIG; a NULL string or 0 leaves that attribute out (the agent keeps its value). */
@@ -339,9 +349,6 @@ unsigned agentctl_meta_files(const struct agentctl *a);
 uint64_t agentctl_meta_bytes(const struct agentctl *a);
 /* Validates a metadata file name (docs/protocol.md); 0 or -EINVAL. */
 int agentctl_meta_name_ok(const char *name);
-/* Called by agentctl.c into the daemon for every well-formed frame, and on EOF/errors. */
-void daemon_agent_msg(struct daemon *d, const struct vt_msg *m);
-void daemon_agent_gone(struct daemon *d, int err);
 
 /* hostperf.c: host `perf record` over the session window. */
 struct hostperf;

@@ -93,6 +93,9 @@ static void daemon_fail(struct daemon *d, const char *fmt, ...)
 
 static void daemon_stop_begin(struct daemon *d, const char *reason);
 static void daemon_binaries_end(struct daemon *d, const char *status, const char *why);
+static void daemon_spool_error(void *userdata, unsigned k, int err);
+static void daemon_spool_progress(void *userdata, unsigned k);
+static struct spool *const *daemon_spool_peers(void *userdata);
 
 /* True on the 1st, 2nd, 4th, 8th... call: hostile floods cannot fill the log. */
 static bool log_due(uint64_t *counter)
@@ -190,7 +193,9 @@ static int daemon_open_stream(struct daemon *d, unsigned k)
 	}
 	if (d->kind == PORT_FIFO)
 		daemon_drain(&d->data[k]);
-	r = spool_new(d, cpu, perf, &d->data[k], d->s.dir, d->s.session_id, d->hello.page_size, &d->spools[k]);
+	r = spool_new(&(struct spool_ops){ .userdata = d, .error = daemon_spool_error,
+					   .progress = daemon_spool_progress, .peers = daemon_spool_peers },
+		      cpu, perf, &d->data[k], d->s.dir, d->s.session_id, d->hello.page_size, &d->spools[k]);
 	if (r == 0 && d->o->flight_recorder)
 		spool_flight_recorder(d->spools[k], d->o->flight_recorder);
 	if (r == 0)
@@ -534,8 +539,11 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 			 vt_msg_type_name(t), m->hdr.seq, daemon_phase_names[d->ph], (unsigned long long)d->unexpected);
 }
 
-void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
+/* agentctl's ops: every checked frame, and the port going away. */
+static void daemon_agent_msg(void *userdata, const struct vt_msg *m)
 {
+	struct daemon *d = userdata;
+
 	daemon_agent_msg_phase(d, m);
 	/* Probe bursts advance here so that a reply to the last one moves on at once. */
 	if (d->ph == PH_TRACING && d->snap_probes_left && !d->probe_pending) {
@@ -558,12 +566,21 @@ void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
 	}
 }
 
-void daemon_agent_gone(struct daemon *d, int err)
+static void daemon_agent_gone(void *userdata, int err)
 {
+	struct daemon *d = userdata;
+
 	if (d->agent_gone)
 		return;
 	d->agent_gone = true;
 	log_warn("agent-ctl-path closed: %s (QEMU gone?)", strerror(-err));
+}
+
+static int daemon_agent_open(struct daemon *d)
+{
+	const struct agentctl_ops ops = { .userdata = d, .msg = daemon_agent_msg, .gone = daemon_agent_gone };
+
+	return agentctl_new(&ops, &d->ctl, d->base, &d->agent);
 }
 
 /* ---- spools ---- */
@@ -575,7 +592,8 @@ void daemon_discard_all(struct daemon *d)
 			spool_discard(d->spools[k]);
 }
 
-void daemon_spool_error(struct daemon *d, unsigned k, int err)
+/* A spool's port or file failed (acted on from the loop). */
+static void daemon_spool_failed(struct daemon *d, unsigned k, int err)
 {
 	unsigned cpu = k % COLLECTOR_MAX_CPUS;
 	const char *pre = k < COLLECTOR_MAX_CPUS ? "" : "perf-";
@@ -595,23 +613,9 @@ void daemon_spool_error(struct daemon *d, unsigned k, int err)
 	daemon_stop_begin(d, reason);
 }
 
-struct spool *const *daemon_spools(struct daemon *d)
+/* A disk cut, after the guest data was discarded and host perf stopped: the phase moves on. */
+static void daemon_disk_act(struct daemon *d, const char *reason)
 {
-	return d->spools;
-}
-
-void daemon_spool_progress(struct daemon *d, unsigned k)
-{
-	daemon_disk_progress(d);
-}
-
-void daemon_disk_stop(struct daemon *d, const char *reason)
-{
-	daemon_discard_all(d);
-	if (d->perf && !d->disk_perf_stopped) {
-		d->disk_perf_stopped = true;
-		hostperf_stop(d->perf); /* reaped where the stop waits for it */
-	}
 	if (d->ph == PH_BINARIES)
 		return daemon_binaries_end(d, "cut:disk-limit", reason);
 	if (d->ph == PH_START) { /* the streams began before START's OK: the session stops once it came */
@@ -619,6 +623,70 @@ void daemon_disk_stop(struct daemon *d, const char *reason)
 		return;
 	}
 	daemon_stop_begin(d, reason);
+}
+
+static void daemon_deferred(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	char reason[sizeof(d->deferred_cut)];
+
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spool_err); k++) {
+		int err = d->spool_err[k];
+
+		d->spool_err[k] = 0;
+		if (err)
+			daemon_spool_failed(d, k, err);
+	}
+	if (d->deferred_cut[0]) {
+		snprintf(reason, sizeof(reason), "%s", d->deferred_cut);
+		d->deferred_cut[0] = '\0';
+		daemon_disk_act(d, reason);
+	}
+}
+
+/* Runs daemon_deferred once the current callback has returned (at once if it cannot). */
+static void daemon_defer(struct daemon *d)
+{
+	if (!d->deferred)
+		d->deferred = event_new(d->base, -1, 0, daemon_deferred, d);
+	if (d->deferred)
+		event_active(d->deferred, EV_TIMEOUT, 0);
+	else
+		daemon_deferred(-1, 0, d);
+}
+
+/* spool's ops: an error is recorded, acted on from the loop; progress feeds the disk budget. */
+static void daemon_spool_error(void *userdata, unsigned k, int err)
+{
+	struct daemon *d = userdata;
+
+	if (k < ARRAY_SIZE(d->spool_err) && !d->spool_err[k])
+		d->spool_err[k] = err ? err : -EIO;
+	daemon_defer(d);
+}
+
+static void daemon_spool_progress(void *userdata, unsigned k)
+{
+	daemon_disk_progress(userdata);
+}
+
+static struct spool *const *daemon_spool_peers(void *userdata)
+{
+	return ((struct daemon *)userdata)->spools;
+}
+
+/* A disk bound reached: the guest's data dropped and host perf stopped now (within one
+ * wake-up), the session's phase moved on from the loop. */
+void daemon_disk_stop(struct daemon *d, const char *reason)
+{
+	daemon_discard_all(d);
+	if (d->perf && !d->disk_perf_stopped) {
+		d->disk_perf_stopped = true;
+		hostperf_stop(d->perf); /* reaped where the stop waits for it */
+	}
+	if (!d->deferred_cut[0])
+		snprintf(d->deferred_cut, sizeof(d->deferred_cut), "%s", reason);
+	daemon_defer(d);
 }
 
 static bool daemon_all_ended(const struct daemon *d)
@@ -965,7 +1033,7 @@ static void daemon_reconnect(struct daemon *d)
 	if (d->agent_gone && port_open(&d->ctl, true) == 0) {
 		agentctl_free(d->agent);
 		d->agent = NULL;
-		if (agentctl_new(d, &d->ctl, d->base, &d->agent) == 0) {
+		if (daemon_agent_open(d) == 0) {
 			d->agent_gone = false;
 			log_info("agent-ctl-path reconnected");
 			d->next_hello_ns = 0;
@@ -1141,7 +1209,7 @@ static int daemon_ports(struct daemon *d)
 	}
 	if (d->kind == PORT_FIFO)
 		daemon_drain(&d->ctl);
-	return agentctl_new(d, &d->ctl, d->base, &d->agent);
+	return daemon_agent_open(d);
 }
 
 static void daemon_free(struct daemon *d)
@@ -1151,6 +1219,8 @@ static void daemon_free(struct daemon *d)
 			event_free(d->sigs[i]);
 	if (d->tick)
 		event_free(d->tick);
+	if (d->deferred)
+		event_free(d->deferred);
 	if (d->disk_watch)
 		event_free(d->disk_watch);
 	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {

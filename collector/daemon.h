@@ -43,6 +43,11 @@ struct daemon {
 	char stop_why[64];
 	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
 	bool data_gone[2 * COLLECTOR_MAX_CPUS];
+	/* What callbacks (spool errors, a disk cut) only recorded; daemon_deferred acts on it from
+	 * the loop, once the callback has returned. */
+	struct event *deferred;
+	int spool_err[2 * COLLECTOR_MAX_CPUS]; /* the first -errno of each spool, 0: none */
+	char deferred_cut[128];                /* a disk cut's reason still to act on */
 	bool cpu_missing[2 * COLLECTOR_MAX_CPUS]; /* no stream this session: never wait for its end marker */
 	struct vt_cpu_stats agent_stats[COLLECTOR_MAX_CPUS];
 	unsigned n_agent_stats;

@@ -36,7 +36,7 @@
 #define SPOOL_ALIGN 4096u /* the unit of holes: a file system block */
 
 struct spool {
-	struct daemon *d;
+	struct spool_ops ops;
 	unsigned cpu;
 	bool perf;    /* perf-path-cpuN: records between perf markers, not ring pages */
 	struct port *port;
@@ -86,7 +86,7 @@ static int spool_open_files(struct spool *s, const char *session_dir)
 	return 0;
 }
 
-int spool_new(struct daemon *d, unsigned cpu, bool perf, struct port *port, const char *session_dir,
+int spool_new(const struct spool_ops *ops, unsigned cpu, bool perf, struct port *port, const char *session_dir,
 	      uint64_t session_id, uint32_t page_size, struct spool **ret)
 {
 	struct spool *s = calloc(1, sizeof(*s));
@@ -94,7 +94,7 @@ int spool_new(struct daemon *d, unsigned cpu, bool perf, struct port *port, cons
 
 	if (!s)
 		return -ENOMEM;
-	*s = (struct spool){ .d = d, .cpu = cpu, .perf = perf, .port = port, .fd = -1, .tail_fd = -1,
+	*s = (struct spool){ .ops = *ops, .cpu = cpu, .perf = perf, .port = port, .fd = -1, .tail_fd = -1,
 			     .rfd = -1, .session_id = session_id, .page_size = page_size };
 	s->page = malloc(page_size);
 	s->dir = strdup(session_dir);
@@ -226,7 +226,7 @@ static int spool_fm_freed(struct spool *s, uint64_t to)
 /* The tables of the session's other guest perf streams (NULL for one without: it keeps everything). */
 static size_t spool_side_peers(const struct spool *s, struct spool_side **ret)
 {
-	struct spool *const *all = daemon_spools(s->d);
+	struct spool *const *all = s->ops.peers ? s->ops.peers(s->ops.userdata) : NULL;
 	size_t n = 0;
 
 	for (unsigned cpu = 0; all && cpu < COLLECTOR_MAX_CPUS; cpu++) {
@@ -509,7 +509,7 @@ static void spool_write_failed(struct spool *s, int err)
 	s->fill = s->persisted; /* what the file does not have is gone */
 	s->st.spooled = s->flushed + s->persisted;
 	s->discard = true;
-	daemon_spool_error(s->d, SPOOL_INDEX(s->cpu, s->perf), err);
+	s->ops.error(s->ops.userdata, SPOOL_INDEX(s->cpu, s->perf), err);
 }
 
 /* One read of the port into the buffer: bytes read, 0 when it has nothing now (EAGAIN), or
@@ -554,7 +554,7 @@ void spool_poll(struct spool *s)
 		if (n < 0) {
 			if (s->ev)
 				event_del(s->ev);
-			daemon_spool_error(s->d, SPOOL_INDEX(s->cpu, s->perf), (int)n);
+			s->ops.error(s->ops.userdata, SPOOL_INDEX(s->cpu, s->perf), (int)n);
 			break;
 		}
 		if (s->discard)
@@ -562,12 +562,12 @@ void spool_poll(struct spool *s)
 		spool_scan(s); /* while the bytes are in the buffer */
 		if (s->fill == SPOOL_BUF && (r = spool_write_block(s)) < 0)
 			spool_write_failed(s, r);
-		daemon_spool_progress(s->d, SPOOL_INDEX(s->cpu, s->perf)); /* limits act within one wake-up */
+		s->ops.progress(s->ops.userdata, SPOOL_INDEX(s->cpu, s->perf)); /* limits act within one wake-up */
 	}
 	if (!s->discard && s->persisted < s->fill &&
 	    util_now_ns(CLOCK_MONOTONIC) - s->persist_ns >= PERSIST_NS && (r = spool_persist(s)) < 0)
 		spool_write_failed(s, r);
-	daemon_spool_progress(s->d, SPOOL_INDEX(s->cpu, s->perf));
+	s->ops.progress(s->ops.userdata, SPOOL_INDEX(s->cpu, s->perf));
 }
 
 int spool_arm(struct spool *s, struct event_base *base)

@@ -25,8 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static struct agentctl *agent;
 static int guest_dirfd = -1;
 
-/* What daemon_agent_msg_phase does with a frame's guest bytes, whatever the phase. */
-void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
+/* What the daemon's frame handler does with a frame's guest bytes, whatever the phase. */
+static void fuzz_msg(void *userdata, const struct vt_msg *m)
 {
 	struct vt_cpu_stats stats[COLLECTOR_MAX_CPUS];
 	uint64_t id, host, guest, mono;
@@ -34,7 +34,7 @@ void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
 	char text[512], name[80];
 	unsigned n;
 
-	(void)d;
+	(void)userdata;
 	switch (m->hdr.type) {
 	case VT_MSG_HELLO:
 		if (agentctl_parse_hello(m, &h) == 0 && (!h.ncpus || h.ncpus > COLLECTOR_MAX_CPUS))
@@ -79,7 +79,7 @@ void daemon_agent_msg(struct daemon *d, const struct vt_msg *m)
 	}
 }
 
-void daemon_agent_gone(struct daemon *d, int err) {}
+static void fuzz_gone(void *userdata, int err) {}
 
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		goto out;
 	port.rfd = port.wfd = sp[0];
 	base = event_base_new();
-	if (base && agentctl_new(NULL, &port, base, &agent) == 0) {
+	if (base && agentctl_new(&(struct agentctl_ops){ .msg = fuzz_msg, .gone = fuzz_gone }, &port, base, &agent) == 0) {
 		/* Pieces of varying size, so frames split across reads occur. */
 		while (off < size && rounds++ < 100000) {
 			size_t want = size - off;

@@ -13,9 +13,10 @@
 
 #include "collector.h"
 
-void daemon_spool_error(struct daemon *d, unsigned cpu, int err) {}
-void daemon_spool_progress(struct daemon *d, unsigned cpu) {}
-struct spool *const *daemon_spools(struct daemon *d) { return NULL; }
+/* The spool's owner: errors and progress dropped, no flight-recorder peers. */
+static void drop_error(void *userdata, unsigned k, int err) {}
+static void drop_progress(void *userdata, unsigned k) {}
+static const struct spool_ops drop_ops = { .error = drop_error, .progress = drop_progress };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -34,7 +35,7 @@ static void fuzz_spool(const uint8_t *data, size_t size, bool perf)
 	if (pipe2(p, O_NONBLOCK) == 0) {
 		fcntl(p[1], F_SETPIPE_SZ, 1 << 20);
 		port.rfd = p[0];
-		if (spool_new(NULL, 0, perf, &port, dir, sid, 4096, &s) == 0) {
+		if (spool_new(&drop_ops, 0, perf, &port, dir, sid, 4096, &s) == 0) {
 			size_t off = 8;
 
 			/* Feed in pieces so partial pages and markers split across reads occur. */
