@@ -9,7 +9,7 @@
  * the first byte the merge follows the session (merge --follow, the live merge): the stream is
  * read as still being written, blocked at its end (perf flush markers are its horizon) until
  * the daemon's "end", a snapshot asked of it first (written at the end: everything so far). With bit 2 the daemon's flight recorder cut the stream halfway
- * (collector/spool-side.c, from the input's records): perf-cpu0.side holds the task records of
+ * (collector/link/spool-side.c, from the input's records): perf-cpu0.side holds the task records of
  * the first half, and the merge reads it, then the spool from the cut. With bit 3 the guest has
  * two CPUs and perf-cpu1.spool is the same stream for CPU 1: every record is tied with its twin,
  * so the order among equal times (the look ahead for a FORK, merge_gperf_rank) is fuzzed too;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* collector/disk.c: the disk budget's defaults, sizes, the output's budget and the walk. */
+/* collector/daemon/disk.c: the disk budget's defaults, sizes, the output's budget and the walk. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The flight recorder's table of a guest perf stream (collector/spool-side.c): which task and
+/* The flight recorder's table of a guest perf stream (collector/link/spool-side.c): which task and
  * mapping records of the freed part are kept in perf-cpuN.side, where the cut falls, and what
  * the head counts; with the tables of other CPUs (a task's records, its samples and its
  * children's FORKs in different streams). Records built here in the agent's layout, each one a

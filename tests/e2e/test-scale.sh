@@ -32,7 +32,7 @@ markers_of() {
 # The 16-vCPU guests trace the agent too (--agent-events): leaving it out registers the kernel's
 # pid-filter probes on four scheduler tracepoints, four more patches of the guest's code at
 # start and four at the agent's exit, and QEMU 7.2's multi-threaded TCG can hang a vCPU on such
-# a patch (collector/daemon.c TCG_PATCH_HANG; fixed in QEMU 8.1). With 16 vCPUs on 2 host cores
+# a patch (collector/daemon/daemon.c TCG_PATCH_HANG; fixed in QEMU 8.1). With 16 vCPUs on 2 host cores
 # two full CI runs in four had one guest that never powered off. The default (agent left out)
 # is checked at 2 vCPUs by 'burst'.
 AGENT_EVENTS=--agent-events

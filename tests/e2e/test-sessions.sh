@@ -7,7 +7,7 @@
 e2e_init sessions
 # One TCG thread for both vCPUs: the agent restarted in the guest enables its events again and
 # exits at poweroff, each a patch of the guest's code, and QEMU 7.2's multi-threaded TCG hung on
-# one of them about once in several CI runs (collector/daemon.c TCG_PATCH_HANG). This test
+# one of them about once in several CI runs (collector/daemon/daemon.c TCG_PATCH_HANG). This test
 # checks sessions and streams, not the vCPU threads.
 check "boot: guest ready, agent waiting" e2e_boot --tcg-single
 check_out "start (session 1)" "^$VM/sessions/" e2e_start -e 'sched,irq'

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Test tool: plays the daemon's kvm clock work (collector/clocksync.c, the same code) around a
+/* Test tool: plays the daemon's kvm clock work (collector/daemon/clocksync.c, the same code) around a
  * command: finds QEMU_PID's dir under DEBUGFS/kvm, picks the host TSC conversion, reads every
  * vCPU's tsc-offset into DIR/kvm.samples, runs CMD, then finishes as the daemon does at stop
  * (a last reading, DIR/clock.ini).

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The kvm clock method end to end without a KVM guest (these hosts cannot boot one): a host
 # tracefs instance with trace_clock x86-tsc stands in for the guest (guest TSC = host TSC), a
-# synthetic KVM debugfs tree gives every "vCPU" a tsc-offset, collector/clocksync.c (the
+# synthetic KVM debugfs tree gives every "vCPU" a tsc-offset, collector/daemon/clocksync.c (the
 # daemon's code, via kvm-session) writes kvm.samples and clock.ini, and the spools' page
 # timestamps are shifted by the same offset, as KVM would show them to a guest. The merge
 # must undo the offset exactly: markers written at known CLOCK_MONOTONIC times come out
