@@ -18,10 +18,6 @@
 
 #define DUMP_WAIT_MS 15000
 
-int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
-int status_request(const char *sock, const char *request, char **ret_reply);
-int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
-		 const char **run_dir, const char **out, bool *compress);
 
 static int snapshot_run(int argc, char **argv);
 const struct cmd_entry cmd_snapshot = {

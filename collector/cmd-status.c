@@ -56,7 +56,6 @@ const struct cmd_entry cmd_status = {
 
 /* Shared by snapshot and stop: one request to the daemon at sock, its reply in *ret_reply
  * (free it; NULL when nothing came). */
-int status_request(const char *sock, const char *request, char **ret_reply);
 int status_request(const char *sock, const char *request, char **ret_reply)
 {
 	size_t len = 0;
@@ -72,7 +71,6 @@ int status_request(const char *sock, const char *request, char **ret_reply)
 }
 
 /* Shared by status and stop: --name/--run-dir to a socket path, with a clear error. */
-int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
 int status_socket(const char *run_dir, const char *name, char *buf, size_t size)
 {
 	int r = ctlsock_find(run_dir, name, buf, size);
@@ -87,8 +85,6 @@ int status_socket(const char *run_dir, const char *name, char *buf, size_t size)
 	return r;
 }
 
-int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
-		 const char **run_dir, const char **out, bool *compress);
 int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
 		 const char **run_dir, const char **out, bool *compress)
 {

@@ -12,10 +12,6 @@
 #include "log.h"
 #include "util.h"
 
-int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
-int status_request(const char *sock, const char *request, char **ret_reply);
-int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
-		 const char **run_dir, const char **out, bool *compress);
 
 /* A guest clock that cannot be aligned is said on the summary's first line (the file is still
  * written; stop then exits 3). */

@@ -369,6 +369,15 @@ int hostperf_exit_status(const struct hostperf *h);
 int hostperf_dump(struct hostperf *h);
 int hostperf_settle(struct hostperf *h, const char *dir); /* the last dump becomes DATA */
 
+/* cmd-status.c: the status client, shared by status, snapshot and stop. */
+/* The daemon's socket for --name (or the only session in run_dir); says why not. */
+int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
+/* One request to the daemon at sock, its reply in *ret_reply (free it; NULL when none came). */
+int status_request(const char *sock, const char *request, char **ret_reply);
+/* The options of status, snapshot and stop (out and compress NULL for status). */
+int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
+		 const char **run_dir, const char **out, bool *compress);
+
 /* ctlsock.c: the daemon's control socket RUN/VM.sock (line protocol). It calls its owner
  * through ops only (it never sees struct daemon). */
 struct ctlsock;
