@@ -163,12 +163,12 @@ static void agent_dispatch(struct agent *a)
 		else if (res == VT_READ_LEGACY)
 			control_legacy(a, legacy);
 		else if (res == VT_READ_GARBAGE)
-			control_error(&out, 0, EBADMSG, "skipped bytes that were not a frame (bad magic)");
+			reply_error(&out, 0, EBADMSG, "skipped bytes that were not a frame (bad magic)");
 		else if (m.hdr.version != VT_PROTO_VERSION)
-			control_error(&out, m.hdr.seq, EPROTONOSUPPORT, "protocol version %u not supported "
+			reply_error(&out, m.hdr.seq, EPROTONOSUPPORT, "protocol version %u not supported "
 				      "(this agent speaks %u)", m.hdr.version, VT_PROTO_VERSION);
 		else
-			control_error(&out, m.hdr.seq, EMSGSIZE, "frame of %u bytes is over the %u byte limit",
+			reply_error(&out, m.hdr.seq, EMSGSIZE, "frame of %u bytes is over the %u byte limit",
 				      m.hdr.len, VT_PROTO_MAX_PAYLOAD);
 		agent_reply(a, &out);
 	}

@@ -256,7 +256,8 @@ void binary_reply(struct agent *a, const struct vt_msg *m, struct vt_buf *out);
 /* Handles one decoded event of the control stream, appending replies to out. */
 void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out);
 void control_legacy(struct agent *a, char c);
-void control_error(struct vt_buf *out, uint32_t seq, int err, const char *fmt, ...)
+/* reply.c: an ERROR frame (errno, message) for seq into out; logged as a warning. */
+void reply_error(struct vt_buf *out, uint32_t seq, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* Appends META_FILE frames and META_END for the current config; host_key (or NULL) is the key

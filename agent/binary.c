@@ -59,21 +59,21 @@ void binary_reply(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 	int r;
 
 	if (a->opts->no_binaries) {
-		control_error(out, m->hdr.seq, EPERM, "guest binaries are not sent: trace-agent runs with --no-binaries");
+		reply_error(out, m->hdr.seq, EPERM, "guest binaries are not sent: trace-agent runs with --no-binaries");
 		return;
 	}
 	if (vt_msg_str(m, VT_A_FILE_NAME, PATH_MAX, &path) < 0 || vt_msg_find(m, VT_A_BUILD_ID, &bid) < 0 ||
 	    bid.len == 0 || bid.len > ELF_NOTES_BUILD_ID_MAX || vt_msg_u64(m, VT_A_FILE_OFFSET, &off) < 0) {
-		control_error(out, m->hdr.seq, EINVAL, "binary request without a path, a build-id of 1 to 20 bytes and an offset");
+		reply_error(out, m->hdr.seq, EINVAL, "binary request without a path, a build-id of 1 to 20 bytes and an offset");
 		return;
 	}
 	fd = binary_open(path, bid.data, bid.len, &size, &why);
 	if (fd < 0) {
-		control_error(out, m->hdr.seq, -fd, "guest binary %s: %s (%s)", path, why, strerror(-fd));
+		reply_error(out, m->hdr.seq, -fd, "guest binary %s: %s (%s)", path, why, strerror(-fd));
 		return;
 	}
 	if (off > size) {
-		control_error(out, m->hdr.seq, EINVAL, "guest binary %s: offset %llu past its %llu bytes", path,
+		reply_error(out, m->hdr.seq, EINVAL, "guest binary %s: offset %llu past its %llu bytes", path,
 			      (unsigned long long)off, (unsigned long long)size);
 		return;
 	}
@@ -81,7 +81,7 @@ void binary_reply(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 	data = malloc(MAX(len, (size_t)1));
 	if (!data || (r = util_pread_full(fd, data, len, off)) < 0) {
 		r = data ? r : -ENOMEM;
-		control_error(out, m->hdr.seq, -r, "guest binary %s: cannot read it: %s", path, strerror(-r));
+		reply_error(out, m->hdr.seq, -r, "guest binary %s: cannot read it: %s", path, strerror(-r));
 		return;
 	}
 	mark = out->len;
@@ -93,7 +93,7 @@ void binary_reply(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 	if (vt_msg_end(out) < 0) {
 		out->len = mark; /* no half frame: only the error */
 		out->oom = false;
-		control_error(out, m->hdr.seq, ENOMEM, "guest binary %s: no memory for a %zu-byte reply", path, len);
+		reply_error(out, m->hdr.seq, ENOMEM, "guest binary %s: no memory for a %zu-byte reply", path, len);
 		return;
 	}
 	if (off == 0)

@@ -17,21 +17,6 @@
 
 typedef void (*control_fn)(struct agent *a, const struct vt_msg *m, struct vt_buf *out);
 
-void control_error(struct vt_buf *out, uint32_t seq, int err, const char *fmt, ...)
-{
-	char msg[VT_PROTO_MAX_STR];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	log_warn("error reply to the host: %s", msg);
-	vt_msg_begin(out, VT_MSG_ERROR, seq);
-	vt_put_u32(out, VT_A_ERRNO, (uint32_t)(err < 0 ? -err : err));
-	vt_put_str(out, VT_A_MESSAGE, msg);
-	(void)vt_msg_end(out);
-}
-
 static void control_ok(struct agent *a, uint32_t seq, struct vt_buf *out)
 {
 	vt_msg_begin(out, VT_MSG_OK, seq);
@@ -143,7 +128,7 @@ static void control_config(struct agent *a, const struct vt_msg *m, struct vt_bu
 	int r;
 
 	if (a->tracing) {
-		control_error(out, m->hdr.seq, EBUSY, "tracing session %" PRIu64 " is running: stop it "
+		reply_error(out, m->hdr.seq, EBUSY, "tracing session %" PRIu64 " is running: stop it "
 			      "before changing the config", a->session);
 		return;
 	}
@@ -155,7 +140,7 @@ static void control_config(struct agent *a, const struct vt_msg *m, struct vt_bu
 	if (r == 0)
 		r = tracefs_filter_try(&a->tfs, c.ftrace_filter, &msg);
 	if (r < 0) {
-		control_error(out, m->hdr.seq, r, "%s", msg ? msg : r == -E2BIG ?
+		reply_error(out, m->hdr.seq, r, "%s", msg ? msg : r == -E2BIG ?
 			      "event list too long: name whole systems (sys) instead of many events" :
 			      "malformed CONFIG message");
 		config_free(&c);
@@ -185,7 +170,7 @@ static void control_meta(struct agent *a, const struct vt_msg *m, struct vt_buf 
 	if (r < 0) {
 		out->len = mark; /* no half reply: only the error */
 		out->oom = false;
-		control_error(out, m->hdr.seq, r, "cannot collect the metadata: %s", strerror(-r));
+		reply_error(out, m->hdr.seq, r, "cannot collect the metadata: %s", strerror(-r));
 	}
 }
 
@@ -219,12 +204,12 @@ static void control_start(struct agent *a, const struct vt_msg *m, struct vt_buf
 	int r;
 
 	if (vt_msg_u64(m, VT_A_SESSION, &id) < 0) {
-		control_error(out, m->hdr.seq, EINVAL, "START needs a SESSION attribute (u64)");
+		reply_error(out, m->hdr.seq, EINVAL, "START needs a SESSION attribute (u64)");
 		return;
 	}
 	r = session_start(a, id, &msg);
 	if (r < 0) {
-		control_error(out, m->hdr.seq, r, "cannot start session %" PRIu64 ": %s", id,
+		reply_error(out, m->hdr.seq, r, "cannot start session %" PRIu64 ": %s", id,
 			      msg ? msg : strerror(-r));
 		return;
 	}
@@ -278,7 +263,7 @@ static void control_stop(struct agent *a, const struct vt_msg *m, struct vt_buf 
 	int r = session_stop(a, &stats, &perf);
 
 	if (r < 0) {
-		control_error(out, m->hdr.seq, r, r == -EALREADY ? "not tracing: nothing to stop"
+		reply_error(out, m->hdr.seq, r, r == -EALREADY ? "not tracing: nothing to stop"
 								 : "cannot stop: %s", strerror(-r));
 		return;
 	}
@@ -297,12 +282,12 @@ static void control_flush(struct agent *a, const struct vt_msg *m, struct vt_buf
 	int r;
 
 	if (vt_msg_u64(m, VT_A_SESSION, &id) < 0 || vt_msg_u64(m, VT_A_FLUSH_SEQ, &seq) < 0) {
-		control_error(out, m->hdr.seq, EINVAL, "FLUSH needs SESSION and FLUSH_SEQ attributes (u64)");
+		reply_error(out, m->hdr.seq, EINVAL, "FLUSH needs SESSION and FLUSH_SEQ attributes (u64)");
 		return;
 	}
 	r = session_flush(a, id, seq);
 	if (r < 0) {
-		control_error(out, m->hdr.seq, -r, r == -EALREADY ? "not tracing: nothing to flush" :
+		reply_error(out, m->hdr.seq, -r, r == -EALREADY ? "not tracing: nothing to flush" :
 			      "FLUSH names session %" PRIu64 ", the agent traces session %" PRIu64, id, a->session);
 		return;
 	}
@@ -316,13 +301,13 @@ static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf
 	char line[64];
 
 	if (vt_msg_u64(m, VT_A_PROBE_ID, &id) < 0) {
-		control_error(out, m->hdr.seq, EINVAL, "PROBE needs a PROBE_ID attribute (u64)");
+		reply_error(out, m->hdr.seq, EINVAL, "PROBE needs a PROBE_ID attribute (u64)");
 		return;
 	}
 	(void)vt_msg_u64(m, VT_A_HOST_TIME, &host);
 	(void)vt_msg_u32(m, VT_A_MARK, &mark);
 	if (clocks_read(a->cfg.clock, &guest) < 0) {
-		control_error(out, m->hdr.seq, EOPNOTSUPP, "trace clock '%s' has no user-space reading "
+		reply_error(out, m->hdr.seq, EOPNOTSUPP, "trace clock '%s' has no user-space reading "
 			      "to probe: configure mono, boot, mono_raw, tai or x86-tsc", a->cfg.clock);
 		return;
 	}
@@ -353,12 +338,12 @@ void control_msg(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 	uint16_t type = m->hdr.type;
 
 	if (type >= VT_MSG_TYPE_MAX || !handlers[type]) {
-		control_error(out, m->hdr.seq, EOPNOTSUPP, "unknown or unexpected message type %u (%s)",
+		reply_error(out, m->hdr.seq, EOPNOTSUPP, "unknown or unexpected message type %u (%s)",
 			      type, vt_msg_type_name(type));
 		return;
 	}
 	if (vt_msg_validate(m) < 0) {
-		control_error(out, m->hdr.seq, EBADMSG, "malformed %s message: an attribute runs past "
+		reply_error(out, m->hdr.seq, EBADMSG, "malformed %s message: an attribute runs past "
 			      "the end of the frame", vt_msg_type_name(type));
 		return;
 	}

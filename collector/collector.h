@@ -2,6 +2,8 @@
 /* trace-collector private header. */
 #pragma once
 
+#include <stdio.h>
+
 /* A subcommand: argv[0] is the subcommand's name. Returns the exit status. */
 struct cmd_entry {
 	const char *name;
@@ -10,8 +12,11 @@ struct cmd_entry {
 	int (*run)(int argc, char **argv);
 };
 
-/* Prints "usage:" + the entry's usage text. */
-void cmd_usage(const struct cmd_entry *cmd, int to_stderr);
+/* Prints "usage:" + the entry's usage text. Inline, so that the subcommands do not call back into main.c. */
+static inline void cmd_usage(const struct cmd_entry *cmd, int to_stderr)
+{
+	fprintf(to_stderr ? stderr : stdout, "Usage: trace-collector %s %s\n", cmd->name, cmd->usage);
+}
 
 extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cmd_stop, cmd_merge, cmd_report;
 

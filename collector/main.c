@@ -23,11 +23,6 @@ static void usage(FILE *f)
 		   "  -v, --verbose   more messages\n  -h, --help      this text\n  --version       print the version\n");
 }
 
-void cmd_usage(const struct cmd_entry *cmd, int to_stderr)
-{
-	fprintf(to_stderr ? stderr : stdout, "Usage: trace-collector %s %s\n", cmd->name, cmd->usage);
-}
-
 int main(int argc, char **argv)
 {
 	int i = 1;

@@ -181,3 +181,17 @@ void daemon_disk_summary(const struct daemon *d, FILE *f)
 	if (d->disk_cut[0])
 		fprintf(f, "%s\n", d->disk_cut);
 }
+
+/* A disk bound reached: the guest's data dropped and host perf stopped now (within one
+ * wake-up), the session's phase moved on from the loop. */
+void daemon_disk_stop(struct daemon *d, const char *reason)
+{
+	daemon_discard_all(d);
+	if (d->perf && !d->disk_perf_stopped) {
+		d->disk_perf_stopped = true;
+		hostperf_stop(d->perf); /* reaped where the stop waits for it */
+	}
+	if (!d->deferred_cut[0])
+		snprintf(d->deferred_cut, sizeof(d->deferred_cut), "%s", reason);
+	daemon_defer(d);
+}

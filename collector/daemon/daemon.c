@@ -25,17 +25,6 @@
 #define EARLY_PROBE_NS 150000000ull
 #define STOP_WAIT_NS ((uint64_t)d->o->timeout_s * SEC) /* bounded wait for end markers */
 #define PERF_WAIT_NS (30ull * 1000000000ull)
-#define SEC 1000000000ull
-
-const char *const daemon_phase_names[] = {
-	[PH_HELLO] = "waiting for the agent's hello", [PH_RESET] = "stopping the agent's old session",
-	[PH_CONFIG] = "configuring the agent", [PH_META] = "receiving guest metadata",
-	[PH_PROBES0] = "clock probes", [PH_PERF] = "starting host perf record",
-	[PH_START] = "starting the agent", [PH_TRACING] = "tracing",
-	[PH_PROBES1] = "clock probes at stop", [PH_STOP] = "waiting for the agent to stop",
-	[PH_BINARIES] = "fetching guest binaries",
-	[PH_PERF_STOP] = "waiting for host perf record", [PH_STOPPED] = "stopped",
-};
 
 static void daemon_notify(struct daemon *d, const char *line)
 {
@@ -48,11 +37,6 @@ static void daemon_set_phase(struct daemon *d, enum phase ph, uint64_t timeout_n
 	d->ph = ph;
 	d->deadline_ns = timeout_ns ? util_now_ns(CLOCK_MONOTONIC) + timeout_ns : 0;
 	log_debug("phase: %s", daemon_phase_names[ph]);
-}
-
-uint64_t daemon_timeout(const struct daemon *d)
-{
-	return (uint64_t)d->o->timeout_s * SEC;
 }
 
 static uint64_t daemon_interval(const struct daemon *d)
@@ -106,17 +90,6 @@ static bool log_due(uint64_t *counter)
 }
 
 /* ---- clock probes ---- */
-
-void daemon_probe_send(struct daemon *d, bool mark)
-{
-	uint64_t now = util_now_ns(CLOCK_MONOTONIC);
-
-	d->probe_id++;
-	d->probe_mark = mark;
-	if (mark)
-		d->holdout_id = d->probe_id;
-	d->probe_pending = agentctl_send_probe(d->agent, d->probe_id, now, mark) == 0;
-}
 
 static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 {
@@ -585,13 +558,6 @@ static int daemon_agent_open(struct daemon *d)
 
 /* ---- spools ---- */
 
-void daemon_discard_all(struct daemon *d)
-{
-	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++)
-		if (d->spools[k])
-			spool_discard(d->spools[k]);
-}
-
 /* A spool's port or file failed (acted on from the loop). */
 static void daemon_spool_failed(struct daemon *d, unsigned k, int err)
 {
@@ -644,17 +610,6 @@ static void daemon_deferred(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* Runs daemon_deferred once the current callback has returned (at once if it cannot). */
-static void daemon_defer(struct daemon *d)
-{
-	if (!d->deferred)
-		d->deferred = event_new(d->base, -1, 0, daemon_deferred, d);
-	if (d->deferred)
-		event_active(d->deferred, EV_TIMEOUT, 0);
-	else
-		daemon_deferred(-1, 0, d);
-}
-
 /* spool's ops: an error is recorded, acted on from the loop; progress feeds the disk budget. */
 static void daemon_spool_error(void *userdata, unsigned k, int err)
 {
@@ -673,20 +628,6 @@ static void daemon_spool_progress(void *userdata, unsigned k)
 static struct spool *const *daemon_spool_peers(void *userdata)
 {
 	return ((struct daemon *)userdata)->spools;
-}
-
-/* A disk bound reached: the guest's data dropped and host perf stopped now (within one
- * wake-up), the session's phase moved on from the loop. */
-void daemon_disk_stop(struct daemon *d, const char *reason)
-{
-	daemon_discard_all(d);
-	if (d->perf && !d->disk_perf_stopped) {
-		d->disk_perf_stopped = true;
-		hostperf_stop(d->perf); /* reaped where the stop waits for it */
-	}
-	if (!d->deferred_cut[0])
-		snprintf(d->deferred_cut, sizeof(d->deferred_cut), "%s", reason);
-	daemon_defer(d);
 }
 
 static bool daemon_all_ended(const struct daemon *d)
@@ -1116,6 +1057,9 @@ static int daemon_events(struct daemon *d)
 	}
 	d->tick = event_new(d->base, -1, EV_PERSIST, daemon_tick, d);
 	if (!d->tick || event_add(d->tick, &tv) < 0)
+		return -ENOMEM;
+	d->deferred = event_new(d->base, -1, 0, daemon_deferred, d);
+	if (!d->deferred)
 		return -ENOMEM;
 	return daemon_disk_arm(d);
 }

@@ -2,6 +2,8 @@
 /* Private header of the daemon (daemon.c) and its texts (daemon-report.c). */
 #pragma once
 
+#define SEC 1000000000ull /* ns */
+
 #include <event2/event.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -139,6 +141,8 @@ void daemon_discard_all(struct daemon *d);
 /* A disk bound reached: host perf stopped now, the spools discard, the session stops (a guest
  * binary fetch is abandoned; before tracing, start fails). */
 void daemon_disk_stop(struct daemon *d, const char *reason);
+/* core.c: runs daemon_deferred (daemon.c) from the loop once the current callback returned. */
+void daemon_defer(struct daemon *d);
 
 /* ---- daemon-disk.c: start --max-size, --min-free ---- */
 /* After each spool write: the limit, against the last walk's other files. */

@@ -25,7 +25,6 @@
 #include "tracing_data.h"
 #include "util.h"
 
-#define ROUND_EVERY 10000
 
 static int host_path(const struct merge_options *o, const struct merge_guest *g, char *buf, size_t len)
 {
@@ -54,21 +53,6 @@ static int host_path(const struct merge_options *o, const struct merge_guest *g,
 	return g->host_data[0] || stat(def, &st) == 0; /* named in session.ini: an error if missing */
 }
 
-/* Emits one record; counts timed ones and writes FINISHED_ROUND markers between them. */
-int merge_emit(struct merge_ctx *m, const void *rec, uint64_t ts)
-{
-	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
-	int r = perf_writer_record(m->w, rec);
-
-	if (r < 0 || ts == 0)
-		return r;
-	if (++m->since_round >= ROUND_EVERY) {
-		m->since_round = 0;
-		r = perf_writer_record(m->w, &round);
-	}
-	return r;
-}
-
 static int emit_host(struct merge_ctx *m, struct host_rec *q, bool immediate)
 {
 	const struct perf_event_header *h = (const void *)q->data;
@@ -88,7 +72,7 @@ static int emit_host(struct merge_ctx *m, struct host_rec *q, bool immediate)
 	if (!immediate && h->type == PERF_RECORD_SAMPLE)
 		merge_vcpu_host(&m->vcpu, &m->host, h);
 	m->host_written += h->type == PERF_RECORD_SAMPLE;
-	return merge_emit(m, q->data, immediate ? 0 : q->ts);
+	return merge_out_emit(m, q->data, immediate ? 0 : q->ts);
 }
 
 /* The guest's streams, one kind per row: a vCPU's ftrace pages (guest.c), its perf records

@@ -388,7 +388,6 @@ uint64_t merge_gperf_bound(struct merge_guest *g, const struct gperf_cpu *c);
 /* Order among records of one time from different CPUs: 0 a FORK is among this CPU's records of
  * the head's time (from the head on), 1 otherwise, 2 the head is an EXIT. */
 unsigned merge_gperf_rank(struct merge_guest *g, struct gperf_cpu *c);
-void merge_gperf_name(const struct merge_gperf *gp, size_t e, char *buf, size_t len);
 void merge_gperf_summary(const struct merge_gperf *gp, const struct merge_guest *g);
 void merge_gperf_free(struct merge_gperf *gp);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "perf_reader.h"
 #include "perf_writer.h"
@@ -12,6 +13,97 @@
 
 #define ID_INDEX_MAX_PER_RECORD 1300 /* 16 + n * 48 must fit a u16 record size */
 #define KERNEL_TEXT 0xffffffff81000000ull
+#define ROUND_EVERY 10000
+
+/* Emits one record; counts timed ones and writes FINISHED_ROUND markers between them. */
+int merge_out_emit(struct merge_ctx *m, const void *rec, uint64_t ts)
+{
+	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
+	int r = perf_writer_record(m->w, rec);
+
+	if (r < 0 || ts == 0)
+		return r;
+	if (++m->since_round >= ROUND_EVERY) {
+		m->since_round = 0;
+		r = perf_writer_record(m->w, &round);
+	}
+	return r;
+}
+
+/* The guest perf events' attrs (event cpu-clock:G ...), after the host's and guest ftrace's. */
+static void out_gperf_attrs(struct merge_ctx *m, struct perf_attr_ids *out)
+{
+	const struct merge_guest *g = &m->guest;
+
+	for (size_t e = 0; e < m->gp.n_events; e++) {
+		struct perf_attr_ids *a = &out[e];
+
+		perf_events_attr(&m->gp.ev[e], g->perf_freq ? g->perf_freq : VT_PERF_DEFAULT_FREQ, CLOCK_MONOTONIC,
+				 e == 0, &a->attr);
+		a->attr.disabled = 0;
+		a->attr.watermark = 0;
+		a->attr.exclude_host = 1;
+		a->attr.read_format = m->host.present ? m->host.attrs[0].attr.read_format : 0;
+		a->n_ids = g->ncpus;
+	}
+}
+
+/* One guest kernel MMAP record (pid = the machine's, the guest sample id of the first perf event). */
+static int out_gperf_kernel_map(struct merge_ctx *m, const char *name, uint64_t start, uint64_t len, uint64_t pgoff)
+{
+	const struct merge_guest *g = &m->guest;
+	uint8_t *p = m->rec;
+	size_t nl = ALIGN_UP(strlen(name) + 1, (size_t)8);
+	struct perf_event_header h = { .type = PERF_RECORD_MMAP, .misc = PERF_RECORD_MISC_GUEST_KERNEL };
+	uint32_t pt[2] = { (uint32_t)g->machine_pid, 0 }, tr[6] = { (uint32_t)g->machine_pid, 0, 0, 0, 0, 0 };
+	uint64_t v[3] = { start, len, pgoff };
+	uint64_t id = g->id_base + g->n_events * g->ncpus;
+
+	h.size = (uint16_t)(8 + 8 + 24 + nl + VT_PERF_SAMPLE_ID_LEN);
+	memset(p, 0, h.size);
+	memcpy(p, &h, 8);
+	memcpy(p + 8, pt, 8);
+	memcpy(p + 16, v, 24);
+	memcpy(p + 40, name, strlen(name));
+	memcpy(p + 40 + nl, tr, 24); /* pid/tid, time 0, cpu */
+	memcpy(p + 40 + nl + 24, &id, 8);
+	return merge_out_emit(m, p, 0);
+}
+
+/* The guest kernel's maps in its machine, as perf synthesizes them for a kernel: the kernel
+ * "[guest.kernel.kallsyms.PID]_text" (pgoff = _text) up to the first module above it, then
+ * one "[module]" map per module, so that guest kernel and module samples resolve against the
+ * output's kcore_dir__PID/kallsyms (perf files a module's kallsyms lines under its map). */
+static int out_gperf_kernel_mmap(struct merge_ctx *m)
+{
+	const struct merge_gperf *gp = &m->gp;
+	const struct gsym_module *mods = m->guest.gsym ? m->guest.gsym->mods : NULL;
+	size_t n_mods = m->guest.gsym ? m->guest.gsym->n_mods : 0;
+	uint64_t kend = ~0ull;
+	char name[64];
+	int r;
+
+	if (!gp->present || !gp->ktext)
+		return 0;
+	for (size_t i = 0; i < n_mods; i++)
+		if (mods[i].start > gp->ktext) {
+			kend = mods[i].start;
+			break;
+		}
+	snprintf(name, sizeof(name), "[guest.kernel.kallsyms.%u]_text", (uint32_t)m->guest.machine_pid);
+	if ((r = out_gperf_kernel_map(m, name, gp->ktext, kend - gp->ktext, gp->ktext)) < 0)
+		return r;
+	for (size_t i = 0; i < n_mods; i++)
+		if (mods[i].start > gp->ktext &&
+		    (r = out_gperf_kernel_map(m, mods[i].name, mods[i].start, mods[i].end - mods[i].start, 0)) < 0)
+			return r;
+	return 0;
+}
+
+static void out_gperf_name(const struct merge_gperf *gp, size_t e, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s:G", e < gp->n_events ? gp->ev[e].name : "unknown");
+}
 
 static void used_set(struct merge_ctx *m, uint64_t id)
 {
@@ -75,7 +167,7 @@ int merge_out_attrs(struct merge_ctx *m)
 		for (uint32_t c = 0; c < g->ncpus; c++)
 			a->ids[c] = guest_id(g, e, c);
 	}
-	merge_gperf_attrs(m, &m->attrs[nh + ng]);
+	out_gperf_attrs(m, &m->attrs[nh + ng]);
 	for (size_t e = 0; e < np; e++) {
 		struct perf_attr_ids *a = &m->attrs[nh + ng + e];
 
@@ -154,7 +246,7 @@ int merge_out_guest_index(struct merge_ctx *m)
 	if (r >= 0 && !m->host.present && total)
 		r = out_kernel_mmap(m);
 	if (r >= 0)
-		r = merge_gperf_kernel_mmap(m);
+		r = out_gperf_kernel_mmap(m);
 	return r;
 }
 
@@ -379,7 +471,7 @@ static int event_desc(struct merge_ctx *m, struct buf *b)
 		if (i < nh)
 			snprintf(name, sizeof(name), "%s", names[i] ? names[i] : "unknown");
 		else if (i >= nh + m->guest.n_events)
-			merge_gperf_name(&m->gp, i - nh - m->guest.n_events, name, sizeof(name));
+			out_gperf_name(&m->gp, i - nh - m->guest.n_events, name, sizeof(name));
 		else
 			snprintf(name, sizeof(name), "guest_%s:%s", m->guest.events[i - nh].sys,
 				 m->guest.events[i - nh].fmt.name);

@@ -48,12 +48,12 @@ int merge_out_finish(struct merge_ctx *m);
  * "snapshot"): a FINISHED_ROUND, then perf_writer_snapshot with the header as at the end. */
 int merge_out_snapshot(struct merge_ctx *m, const char *path);
 void merge_out_free(struct merge_ctx *m);
-/* merge.c: writes one record, FINISHED_ROUND markers between timed ones (ts 0: untimed). */
-int merge_emit(struct merge_ctx *m, const void *rec, uint64_t ts);
-/* gperf.c: writes c's head record, converted; the guest perf attrs (ids set by the caller). */
+/* Writes one record, FINISHED_ROUND markers between timed ones (ts 0: untimed). The sources
+ * (merge.c's host records, gperf.c's) call down into it; out.c writes the guest perf attrs and
+ * the guest kernel's maps itself, so it calls no source back. */
+int merge_out_emit(struct merge_ctx *m, const void *rec, uint64_t ts);
+/* gperf.c: writes c's head record, converted. */
 int merge_gperf_emit(struct merge_ctx *m, struct gperf_cpu *c);
-void merge_gperf_attrs(struct merge_ctx *m, struct perf_attr_ids *out);
-int merge_gperf_kernel_mmap(struct merge_ctx *m);
 /* dir.c: keeps an existing OUT as OUT.old, decides the output's form (a perf.data
  * directory when guest kernel symbols or guest binaries (OUT/buildids) go with it) and gives the path of the perf.data to write
  * into data; finish adds OUT/kcore_dir__<qemu pid>/kallsyms. 0 or -errno (said). */
