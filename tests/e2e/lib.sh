@@ -161,3 +161,23 @@ e2e_spin_in_window() { # FILE BOUND_NS
 		}'
 }
 
+
+# Two VMs in one test (A and B): vm_use A|B points the globals above at that VM; BOOT[A|B]
+# holds each one's boot pid (set it after e2e_boot); the EXIT trap cleans up both.
+e2e_two_vms() {
+	declare -gA BOOT=()
+	trap e2e_two_cleanup EXIT
+}
+vm_use() {
+	VM_NAME=vt$1 VM=$T/vm$1 RUN=$T/run$1 LOG=$T/console$1.log CIN=$T/console$1.in
+	BOOT_PID=${BOOT[$1]:-}
+}
+e2e_two_cleanup() {
+	local v
+	for v in A B; do
+		vm_use $v
+		[ "$vt_fail" -ne 0 ] && echo "=== VM $v"
+		( T=$T/none; e2e_cleanup ) # e2e_cleanup removes $T: keep ours until both are done
+	done
+	rm -rf "$T"
+}

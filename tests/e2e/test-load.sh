@@ -10,20 +10,7 @@
 
 boots=${1:-10} cycles=${2:-5}
 e2e_init load
-declare -A BOOT=()
-vm_use() { # A|B
-	VM_NAME=vt$1 VM=$T/vm$1 RUN=$T/run$1 LOG=$T/console$1.log CIN=$T/console$1.in
-	BOOT_PID=${BOOT[$1]:-}
-}
-load_cleanup() {
-	local v
-	for v in A B; do
-		vm_use $v
-		( T=$T/none; e2e_cleanup )
-	done
-	rm -rf "$T"
-}
-trap load_cleanup EXIT
+e2e_two_vms
 
 vm_use B
 check "boot B (the flooding guest)" e2e_boot --name vtB --timeout 3000

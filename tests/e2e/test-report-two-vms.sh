@@ -9,20 +9,8 @@
 . "$(dirname "$0")/lib.sh"
 
 e2e_init report-two-vms
-declare -A BOOT=() QPID=() TIDS=()
-vm_use() { # A|B: points lib.sh's globals at that VM
-	VM_NAME=vt$1 VM=$T/vm$1 RUN=$T/run$1 LOG=$T/console$1.log CIN=$T/console$1.in
-	BOOT_PID=${BOOT[$1]:-}
-}
-two_cleanup() {
-	local v
-	for v in A B; do
-		vm_use $v
-		( T=$T/none; e2e_cleanup )
-	done
-	rm -rf "$T"
-}
-trap two_cleanup EXIT
+e2e_two_vms
+declare -A QPID=() TIDS=()
 
 for v in A B; do
 	vm_use $v

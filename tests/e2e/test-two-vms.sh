@@ -6,21 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 e2e_init two-vms
-declare -A BOOT=()
-vm_use() { # A|B: points lib.sh's globals at that VM
-	VM_NAME=vt$1 VM=$T/vm$1 RUN=$T/run$1 LOG=$T/console$1.log CIN=$T/console$1.in
-	BOOT_PID=${BOOT[$1]:-}
-}
-two_cleanup() {
-	local v
-	for v in A B; do
-		vm_use $v
-		[ "$vt_fail" -ne 0 ] && echo "=== VM $v"
-		( T=$T/none; e2e_cleanup ) # e2e_cleanup removes $T: keep ours until both are done
-	done
-	rm -rf "$T"
-}
-trap two_cleanup EXIT
+e2e_two_vms
 
 declare -A N=([A]=300 [B]=500) QPID=()
 for v in A B; do
