@@ -284,7 +284,7 @@ int agent_run(const struct agent_options *opts)
 {
 	struct agent a = { .opts = opts, .ctl = { -1, -1 }, .sig_fd = -1, .timer_fd = -1,
 			   .backoff_ms = AGENT_BACKOFF_MIN_MS,
-			   .tfs = { .inst_fd = -1 },
+			   .tfs = { .inst_fd = -1, .claim_fd = -1 },
 			   .sh = { .stop_efd = -1, .abort_efd = -1, .ready_efd = -1, .done_efd = -1 } };
 	int r;
 

@@ -59,6 +59,7 @@ struct tracefs {
 	char *root;      /* tracefs mount */
 	char *inst_path; /* root/instances/NAME */
 	int inst_fd;     /* directory fd of the instance */
+	int claim_fd;    /* abstract socket "trace-agent:NAME": one agent per instance */
 	struct agent_config applied; /* what the instance has (NULL/0: unknown, write it) */
 	int listed[TRACEFS_LISTED_MAX]; /* tids in set_event_notrace_pid, ours of now and of before */
 	size_t n_listed;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 
 #include "agent.h"
@@ -62,11 +64,41 @@ static int tracefs_mkinstance(struct tracefs *t, const char *name)
 	return 0;
 }
 
+/* One agent per instance: a second one would remove the first's instance under its pumps
+ * (and a kernel such as 6.18 then faults freeing the ring pages still in a pipe). The claim is
+ * an abstract unix socket, gone with the process however it ends; no file system needed. */
+static int tracefs_claim(struct tracefs *t, const char *instance)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int n = snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "trace-agent:%s", instance);
+
+	t->claim_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (t->claim_fd < 0)
+		return -errno;
+	if (bind(t->claim_fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
+		int r = -errno;
+
+		close(t->claim_fd);
+		t->claim_fd = -1;
+		return r;
+	}
+	return 0;
+}
+
 int tracefs_open(struct tracefs *t, const char *root_opt, const char *instance)
 {
 	int r;
 
-	*t = (struct tracefs){ .inst_fd = -1 };
+	*t = (struct tracefs){ .inst_fd = -1, .claim_fd = -1 };
+	r = tracefs_claim(t, instance);
+	if (r == -EADDRINUSE) {
+		log_error("another trace-agent runs with ftrace instance '%s': stop it first, or give this one "
+			  "another --instance", instance);
+		return r;
+	}
+	if (r < 0)
+		log_warn("cannot claim ftrace instance '%s' (%s): not checking for another agent", instance,
+			 strerror(-r));
 	r = tracefs_find(root_opt, &t->root);
 	if (r < 0) {
 		log_error("no tracefs %s%s: mount it with 'mount -t tracefs nodev /sys/kernel/tracing' "
@@ -113,7 +145,9 @@ void tracefs_close(struct tracefs *t)
 	free(t->inst_path);
 	free(t->root);
 	config_free(&t->applied);
-	*t = (struct tracefs){ .inst_fd = -1 };
+	if (t->claim_fd >= 0)
+		close(t->claim_fd);
+	*t = (struct tracefs){ .inst_fd = -1, .claim_fd = -1 };
 }
 
 int tracefs_write(const struct tracefs *t, const char *rel, const char *val)
