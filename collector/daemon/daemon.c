@@ -620,9 +620,20 @@ static void daemon_spool_error(void *userdata, unsigned k, int err)
 	daemon_defer(d);
 }
 
+#define DISK_CHECK_STEP (256u << 10)
+
 static void daemon_spool_progress(void *userdata, unsigned k)
 {
-	daemon_disk_progress(userdata);
+	struct daemon *d = userdata;
+	struct spool_stats st;
+
+	spool_stats(d->spools[k], &st);
+	d->disk_unchecked += st.spooled - MIN(st.spooled, d->disk_seen[k]);
+	d->disk_seen[k] = st.spooled;
+	if (d->disk_unchecked < DISK_CHECK_STEP)
+		return;
+	d->disk_unchecked = 0;
+	daemon_disk_progress(d);
 }
 
 static struct spool *const *daemon_spool_peers(void *userdata)

@@ -75,6 +75,9 @@ struct daemon {
 	struct disk_usage disk;          /* the last tick's walk */
 	struct event *disk_watch;        /* host.data's size between ticks */
 	uint64_t disk_total, disk_grow;
+	/* The spools' bytes not yet seen by a disk check: a spool's progress checks the budget
+	 * once DISK_CHECK_STEP has come, not on every read (the check stats and walks). */
+	uint64_t disk_seen[2 * COLLECTOR_MAX_CPUS], disk_unchecked;
 	bool disk_perf_stopped;
 	char disk_cut[PATH_MAX + 512];
 	char disk_reason[128];           /* a cut while START's OK was due: applied when it comes */
