@@ -406,7 +406,7 @@ int ctlsock_request(const char *path, const char *request, FILE *out, char *last
 int ctlsock_find(const char *run_dir, const char *name, char *buf, size_t size);
 /* Writes the stop reply to the waiting client, which is then freed. */
 void ctlsock_finish_stop(struct bufferevent *client, const char *text);
-/* The daemon's side of the control socket (daemon.c, daemon-report.c, daemon-snapshot.c). */
+/* The daemon's side of the control socket (daemon/stop.c, daemon-report.c, daemon-snapshot.c). */
 void daemon_status(struct daemon *d, char *buf, size_t size);
 void daemon_stop_request(struct daemon *d, struct bufferevent *client);
 void daemon_snapshot_request(struct daemon *d, struct bufferevent *client);

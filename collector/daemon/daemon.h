@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Private header of the daemon (daemon.c) and its texts (daemon-report.c). */
+/* Private header of the daemon's files (collector/daemon/). Each calls only those before it:
+ * core.c, stop.c, streams.c, start.c, agent.c, tick.c, daemon.c (daemon-*.c sit above core.c). */
 #pragma once
 
 #define SEC 1000000000ull /* ns */
@@ -84,8 +85,70 @@ struct daemon {
 };
 
 #define PROBES_PER_BURST 32 /* at start, stop and snapshot: the min-RTT filter needs a few fast ones */
+#define STOP_WAIT_NS ((uint64_t)d->o->timeout_s * SEC) /* bounded wait for end markers */
+#define PERF_WAIT_NS (30ull * 1000000000ull)
+
+/* ---- core.c ---- */
 uint64_t daemon_timeout(const struct daemon *d);
 void daemon_probe_send(struct daemon *d, bool mark);
+void daemon_notify(struct daemon *d, const char *line);
+/* Enters phase ph, with a deadline timeout_ns from now (0: none). */
+void daemon_set_phase(struct daemon *d, enum phase ph, uint64_t timeout_ns);
+/* A failure before tracing started: say why, undo, and let start report it. */
+void daemon_fail(struct daemon *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The heartbeat probe period (--probe-interval). */
+static inline uint64_t daemon_interval(const struct daemon *d)
+{
+	return (uint64_t)d->o->probe_interval_ms * 1000000ull;
+}
+
+/* True on the 1st, 2nd, 4th, 8th... call: hostile floods cannot fill the log. */
+static inline bool log_due(uint64_t *counter)
+{
+	uint64_t n = ++*counter;
+
+	return (n & (n - 1)) == 0;
+}
+
+/* ---- streams.c: the data ports and their spools ---- */
+/* Bytes an earlier session left in a FIFO (QEMU's pipe chardev never drops them). */
+void daemon_drain(struct port *p);
+/* Every stream of the session (daemon_stream) opened with its spool. */
+int daemon_open_data(struct daemon *d);
+/* The loop's deferred event: the spool errors and a disk cut that callbacks only recorded. */
+void daemon_deferred(evutil_socket_t fd, short what, void *arg);
+/* Whether every stream has sent its end marker (or is gone or missing). */
+bool daemon_all_ended(const struct daemon *d);
+
+/* ---- start.c ---- */
+void daemon_on_hello(struct daemon *d, const struct vt_msg *m);
+/* After the metadata: the start probes (ptp), then host perf and START. */
+void daemon_begin_tracing_steps(struct daemon *d);
+/* The session starts when START goes out. */
+void daemon_send_start(struct daemon *d);
+/* Host perf record (unless --no-host or --host-data), then START once it is ready. */
+void daemon_start_perf(struct daemon *d);
+/* START's OK: the CPUs that cannot stream checked, tracing. */
+void daemon_on_started(struct daemon *d, const struct vt_msg *m);
+
+/* ---- agent.c ---- */
+/* The agent's control client on d->ctl, its frames and its end routed to the phases. */
+int daemon_agent_open(struct daemon *d);
+
+/* ---- stop.c ---- */
+/* Stops the session (once; before tracing, start fails): the stop probes, then STOP. */
+void daemon_stop_begin(struct daemon *d, const char *reason);
+/* After the agent stopped: host perf, then the guest binaries, then finalize. */
+void daemon_perf_stop(struct daemon *d);
+/* The guest binaries fetched (with guest perf), then finalize. */
+void daemon_binaries(struct daemon *d);
+/* The fetch ended (status and why: cut or refused; NULL: finished): finalize. */
+void daemon_binaries_end(struct daemon *d, const char *status, const char *why);
+
+/* ---- tick.c ---- */
+void daemon_tick(evutil_socket_t fd, short what, void *arg);
+void daemon_signal(evutil_socket_t sig, short what, void *arg);
 
 /* One line to `start` waiting in the foreground: "dir PATH", then "ok" or "fail". */
 
@@ -144,7 +207,7 @@ void daemon_discard_all(struct daemon *d);
 /* A disk bound reached: host perf stopped now, the spools discard, the session stops (a guest
  * binary fetch is abandoned; before tracing, start fails). */
 void daemon_disk_stop(struct daemon *d, const char *reason);
-/* core.c: runs daemon_deferred (daemon.c) from the loop once the current callback returned. */
+/* core.c: runs daemon_deferred (streams.c) from the loop once the current callback returned. */
 void daemon_defer(struct daemon *d);
 
 /* ---- daemon-disk.c: start --max-size, --min-free ---- */
