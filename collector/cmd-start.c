@@ -250,7 +250,8 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 
 static int start_disk(struct start_opts *o);
 
-static int start_parse(int argc, char **argv, struct start_opts *o)
+/* The options into *o, the VM dir and run dir given in *dir and *run; 1: --help printed. */
+static int start_options(int argc, char **argv, struct start_opts *o, const char **dir, const char **run)
 {
 	static const struct option lopts[] = {
 		{ "name", 1, 0, 'n' }, { "dir", 1, 0, 'd' }, { "run-dir", 1, 0, 'R' }, { "events", 1, 0, 'e' },
@@ -266,14 +267,8 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		{ "agent-events", 0, 0, 'S' }, { "flight-recorder", 1, 0, 'W' }, { "live-merge", 0, 0, 'L' },
 		{ "no-live-merge", 0, 0, 'M' }, { "help", 0, 0, 'h' }, {},
 	};
-	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
-	char buf[PATH_MAX];
 	int c, r, li;
 
-	*o = (struct start_opts){ .events = "sched,irq,timer", .tracer = "nop", .ftrace_filter = "",
-				   .clock = "auto", .trace_clock = "auto", .timeout_s = 10,
-				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug", .flush_ms = 1000,
-				   .perf = { .freq = VT_PERF_DEFAULT_FREQ, .ring_kb = VT_PERF_DEFAULT_RING_KB } };
 	optind = 1;
 	while ((li = -1, c = getopt_long(argc, argv, "e:o:h", lopts, &li)) != -1) {
 		if (c == 'h') {
@@ -285,7 +280,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 				  "they are (e.g. trace-collector start --name vm1 -- -a -e cycles -c 10000)");
 			return -EINVAL;
 		}
-		if (c == '?' || (r = start_parse_one(o, c, &dir, &run)) < 0) {
+		if (c == '?' || (r = start_parse_one(o, c, dir, run)) < 0) {
 			if (c != '?')
 				log_error("invalid value '%.64s%s' for option %s%s: it takes %s",
 					  optarg ? optarg : "", optarg && strlen(optarg) > 64 ? "..." : "", li >= 0 ? "--" : "-", li >= 0 ? lopts[li].name : (char[]){ (char)c, 0 },
@@ -293,7 +288,13 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 			return -EINVAL;
 		}
 	}
-	/* perf record's own arguments after '--', passed as they are (never split). */
+	return 0;
+}
+
+/* What follows the options: perf record's own arguments after '--', passed as they are (never
+ * split); nothing else. */
+static int start_perf_args(int argc, char **argv, struct start_opts *o)
+{
 	if (optind < argc && optind > 0 && !strcmp(argv[optind - 1], "--")) {
 		size_t total = 0;
 
@@ -313,6 +314,12 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 			  "(e.g. trace-collector start --name vm1 -- -a -e cycles)", argv[optind]);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* The options together: a VM name, no two that exclude each other; the live merge's default. */
+static int start_check(struct start_opts *o)
+{
 	if (!o->name || !start_vm_name_ok(o->name)) {
 		log_error(o->name ? "invalid VM name '%s' (letters, digits, '_', '-', '.')" :
 				    "missing --name VM (see trace-collector start --help)", o->name);
@@ -342,6 +349,22 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 		log_error("--host-events, --no-host, --host-data and perf record arguments after '--' exclude each other");
 		return -EINVAL;
 	}
+	return 0;
+}
+
+static int start_parse(int argc, char **argv, struct start_opts *o)
+{
+	const char *dir = NULL, *run = COLLECTOR_RUN_DIR;
+	char buf[PATH_MAX];
+	int r;
+
+	*o = (struct start_opts){ .events = "sched,irq,timer", .tracer = "nop", .ftrace_filter = "",
+				   .clock = "auto", .trace_clock = "auto", .timeout_s = 10,
+				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug", .flush_ms = 1000,
+				   .perf = { .freq = VT_PERF_DEFAULT_FREQ, .ring_kb = VT_PERF_DEFAULT_RING_KB } };
+	if ((r = start_options(argc, argv, o, &dir, &run)) != 0 || (r = start_perf_args(argc, argv, o)) < 0 ||
+	    (r = start_check(o)) < 0)
+		return r;
 	if (!dir) {
 		snprintf(buf, sizeof(buf), "%s/%s", COLLECTOR_VM_ROOT, o->name);
 		dir = buf;

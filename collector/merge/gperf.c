@@ -191,7 +191,7 @@ int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *
 	/* perf stamps with mono; beside another trace clock the probes read mono too */
 	if (!g->scan_only && g->guest_clock[0] && strcmp(g->guest_clock, "mono")) {
 		g->perf_clock_needed = true;
-		merge_meta_perf_clock(g, dfd); /* following: refitted as probes come (merge.c) */
+		merge_meta_perf_clock(g, dfd); /* following: refitted as probes come (follow.c) */
 		if (!g->perf_clock_on && g->clock_aligned && !g->follow) {
 			g->clock_aligned = false;
 			snprintf(g->clock_why, sizeof(g->clock_why), "guest perf's clock: %.120s", g->perf_clock_why);

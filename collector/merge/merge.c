@@ -1,30 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The merge: host records and per-vCPU guest events, k-way merged by time into one perf.data
  * (docs/perf-data.md). Memory stays bounded: the host is buffered one perf round at a time,
- * the guest one page per vCPU. */
-#include <dirent.h>
+ * the guest one page per vCPU. This file loads the session, opens the output, runs the offline
+ * loop over the sources (source.c; following a session while it traces: follow.c), and
+ * finishes with the summary and merge.ini. */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "gbin.h"
 #include "merge.h"
 #include "collector.h"
+#include "follow.h"
 #include "out.h"
-#include "perf_reader.h"
 #include "perf_writer.h"
-#include "tracing_data.h"
+#include "source.h"
+#include "tdata.h"
 #include "util.h"
-
 
 static int host_path(const struct merge_options *o, const struct merge_guest *g, char *buf, size_t len)
 {
@@ -53,218 +51,20 @@ static int host_path(const struct merge_options *o, const struct merge_guest *g,
 	return g->host_data[0] || stat(def, &st) == 0; /* named in session.ini: an error if missing */
 }
 
-static int emit_host(struct merge_ctx *m, struct host_rec *q, bool immediate)
-{
-	const struct perf_event_header *h = (const void *)q->data;
-	int r = 0;
-
-	if (!m->index_done && h->type != PERF_REC_ID_INDEX && (r = merge_out_guest_index(m)) < 0)
-		return r;
-	if (!immediate) {
-		if (q->ts < m->last_ts)
-			m->host.out_of_order++;
-		m->last_ts = MAX(m->last_ts, q->ts);
-		if (h->type == PERF_RECORD_SAMPLE) {
-			m->first_sample = MIN(m->first_sample, q->ts);
-			m->last_sample = MAX(m->last_sample, q->ts);
-		}
-	}
-	if (!immediate && h->type == PERF_RECORD_SAMPLE)
-		merge_vcpu_host(&m->vcpu, &m->host, h);
-	m->host_written += h->type == PERF_RECORD_SAMPLE;
-	return merge_out_emit(m, q->data, immediate ? 0 : q->ts);
-}
-
-/* The guest's streams, one kind per row: a vCPU's ftrace pages (guest.c), its perf records
- * (gperf.c). A new kind of stream is one more row. */
-static bool src_ftrace_peek(struct merge_ctx *m, void *st, uint64_t *ret_ts)
-{
-	struct guest_cpu *c = st;
-
-	if (!merge_guest_peek(&m->guest, c))
-		return false;
-	*ret_ts = c->pending_lost ? c->lost_ts : c->head_ts;
-	return true;
-}
-
-static int src_ftrace_emit(struct merge_ctx *m, void *st)
-{
-	return merge_out_guest(m, st);
-}
-
-static bool src_ftrace_blocked(struct merge_ctx *m, void *st, uint64_t *ret_bound)
-{
-	struct guest_cpu *c = st;
-
-	if (c->blocked)
-		*ret_bound = merge_guest_bound(&m->guest, c);
-	return c->blocked;
-}
-
-static void src_ftrace_raise(struct merge_ctx *m, void *st, uint64_t ts)
-{
-	struct guest_cpu *c = st;
-
-	if (c->pending_lost)
-		c->lost_ts = ts;
-	else
-		c->head_ts = ts;
-	c->last_ts = MAX(c->last_ts, ts);
-}
-
-static void *src_ftrace_state(struct merge_ctx *m, size_t i)
-{
-	return m->guest.present && i < m->guest.ncpus ? &m->guest.cpus[i] : NULL;
-}
-
-static bool src_gperf_peek(struct merge_ctx *m, void *st, uint64_t *ret_ts)
-{
-	struct gperf_cpu *c = st;
-
-	if (!merge_gperf_peek(&m->gp, &m->guest, c))
-		return false;
-	*ret_ts = c->head_ts;
-	return true;
-}
-
-static int src_gperf_emit(struct merge_ctx *m, void *st)
-{
-	return merge_gperf_emit(m, st);
-}
-
-static bool src_gperf_blocked(struct merge_ctx *m, void *st, uint64_t *ret_bound)
-{
-	struct gperf_cpu *c = st;
-
-	if (c->blocked)
-		*ret_bound = merge_gperf_bound(&m->guest, c);
-	return c->blocked;
-}
-
-static void src_gperf_raise(struct merge_ctx *m, void *st, uint64_t ts)
-{
-	struct gperf_cpu *c = st;
-
-	c->head_ts = ts;
-	c->last_ts = MAX(c->last_ts, ts);
-}
-
-/* Records of one time from different CPUs: a FORK's CPU first (merge_gperf_rank). */
-static unsigned src_gperf_rank(struct merge_ctx *m, void *st)
-{
-	return merge_gperf_rank(&m->guest, st);
-}
-
-static void *src_gperf_state(struct merge_ctx *m, size_t i)
-{
-	return m->gp.present && i < m->gp.ncpus_total ? &m->gp.cpus[i] : NULL;
-}
-
-static const struct merge_source_kind {
-	void *(*state)(struct merge_ctx *m, size_t i); /* the i-th stream of this kind, or NULL */
-	bool (*peek)(struct merge_ctx *m, void *state, uint64_t *ret_ts); /* next record's time */
-	int (*emit)(struct merge_ctx *m, void *state); /* writes the record peek found */
-	/* following: after a peek found nothing, whether more may come, and no earlier than when */
-	bool (*blocked)(struct merge_ctx *m, void *state, uint64_t *ret_bound);
-	void (*raise)(struct merge_ctx *m, void *state, uint64_t ts); /* following: head at ts, later */
-	unsigned (*rank)(struct merge_ctx *m, void *state); /* order among equal times; NULL: 1 */
-} source_kinds[] = {
-	{ .state = src_ftrace_state, .peek = src_ftrace_peek, .emit = src_ftrace_emit,
-	  .blocked = src_ftrace_blocked, .raise = src_ftrace_raise },
-	{ .state = src_gperf_state, .peek = src_gperf_peek, .emit = src_gperf_emit,
-	  .blocked = src_gperf_blocked, .raise = src_gperf_raise, .rank = src_gperf_rank },
-};
-
-/* Every guest stream of every kind (the host recording is merged beside them in merge_loop). */
-static int merge_sources(struct merge_ctx *m)
-{
-	size_t n = 0;
-
-	for (size_t k = 0; k < ARRAY_SIZE(source_kinds); k++)
-		for (size_t i = 0; source_kinds[k].state(m, i); i++)
-			n++;
-	m->src = calloc(n + 1, sizeof(*m->src));
-	if (!m->src)
-		return -ENOMEM;
-	for (size_t k = 0; k < ARRAY_SIZE(source_kinds); k++)
-		for (size_t i = 0; source_kinds[k].state(m, i); i++)
-			m->src[m->n_src++] = (struct merge_source){ .kind = &source_kinds[k],
-								 .state = source_kinds[k].state(m, i) };
-	return 0;
-}
-
-static unsigned source_rank(struct merge_ctx *m, const struct merge_source *s)
-{
-	return s->kind->rank ? s->kind->rank(m, s->state) : 1;
-}
-
-/* Whether s, whose next record is at t, goes before *best (at *bt): the earlier time, then on a
- * tie the lower rank (asked only then: *brank < 0 until asked), then the first stream. */
-static bool source_before(struct merge_ctx *m, struct merge_source *s, uint64_t t,
-			  struct merge_source **best, uint64_t *bt, int *brank)
-{
-	int rank = -1;
-
-	if (*best && t > *bt)
-		return false;
-	if (*best && t == *bt) {
-		rank = (int)source_rank(m, s);
-		if (*brank < 0)
-			*brank = (int)source_rank(m, *best);
-		if (rank >= *brank)
-			return false;
-	}
-	*best = s, *bt = t, *brank = rank;
-	return true;
-}
-
-/* The guest stream whose next record goes first (source_before), or NULL. */
-static struct merge_source *source_min(struct merge_ctx *m, uint64_t *ret_ts)
-{
-	struct merge_source *best = NULL;
-	uint64_t bt = UINT64_MAX, t;
-	int brank = -1;
-
-	for (size_t i = 0; i < m->n_src; i++)
-		if (m->src[i].kind->peek(m, m->src[i].state, &t))
-			source_before(m, &m->src[i], t, &best, &bt, &brank);
-	*ret_ts = bt;
-	return best;
-}
-
-/* The host's next timed record in *q (1), 2 (following: none yet, m->host.bound), 0 (none
- * left) or -errno; untimed records on the way are written at once. */
-static int host_next(struct merge_ctx *m, struct host_rec **q)
-{
-	for (;;) {
-		bool imm = false;
-		int r = m->host.present ? merge_host_peek(&m->host, q, &imm) : 0;
-
-		if (r != 1 || !imm)
-			return r;
-		merge_host_take(&m->host);
-		r = emit_host(m, *q, true);
-		free(*q);
-		*q = NULL;
-		if (r < 0)
-			return r;
-	}
-}
-
 static int merge_loop(struct merge_ctx *m)
 {
 	for (;;) {
 		struct host_rec *q = NULL;
 		uint64_t gts;
 		struct merge_source *g;
-		int r = host_next(m, &q);
+		int r = merge_source_host_next(m, &q);
 
 		if (r < 0)
 			return r;
-		g = source_min(m, &gts);
+		g = merge_source_min(m, &gts);
 		if (q && (!g || q->ts <= gts)) { /* the host first on ties */
 			merge_host_take(&m->host);
-			r = emit_host(m, q, false);
+			r = merge_source_host_emit(m, q, false);
 			free(q);
 		} else if (g) {
 			/* perf must see the guest ID_INDEX (and so perf_guest) before any guest
@@ -278,371 +78,6 @@ static int merge_loop(struct merge_ctx *m)
 		if (r < 0)
 			return r;
 	}
-}
-
-/* ---- following a session while it traces (merge --follow, the daemon's live merge) ----
- * The daemon's words come on a pipe, one per line: "host SIZE TS" (host.data holds every record
- * before host time TS in its first SIZE bytes: perf flushed its rings on a ping), "snapshot T
- * PATH" (a perf.data at PATH of everything before host time T, written once no source can still
- * bring a record before T: follow_snapshot), "snapshot-cancel" and "end" (the session is over:
- * perf has finished host.data, every spool has its end marker or never will, clock.samples is
- * complete). Guest CPUs say how far they are complete with flush markers. A
- * record is written once no source can still bring an earlier one; until "end" the merge waits
- * for the others, so memory stays one round of host records and one page per vCPU. */
-#define FOLLOW_WAIT_MS 50
-#define FOLLOW_REFIT_NS 200000000ull /* at most this often, when clock.samples grew */
-
-struct follow {
-	int fd, dfd;
-	const char *session_dir;
-	char line[PATH_MAX + 64];
-	/* "snapshot T PATH": a perf.data of everything before host time T, at PATH, once written */
-	char snap_path[PATH_MAX];
-	uint64_t snap_t;
-	size_t len;
-	bool ended;
-	uint64_t next_refit_ns;
-	unsigned refits;
-	uint64_t clamped; /* guest times raised to the last time written (a refit moved them back) */
-	off_t samples_size; /* clock.samples when last fitted */
-};
-
-/* Whether new probes came since the last fit (clock.samples grew). */
-static bool samples_grew(struct follow *f)
-{
-	struct stat st;
-
-	if (fstatat(f->dfd, "clock.samples", &st, 0) < 0 || st.st_size == f->samples_size)
-		return false;
-	f->samples_size = st.st_size;
-	return true;
-}
-
-/* The snapshot asked for: f->snap_path (a perf.data directory like the output, or a file),
- * written as PATH.tmp and renamed; PATH.err with the reason when it cannot be. The daemon waits
- * for either. */
-static void follow_snapshot(struct merge_ctx *m, struct follow *f)
-{
-	char tmp[PATH_MAX + 16], data[PATH_MAX + 32], err[PATH_MAX + 16];
-	int r = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", f->snap_path);
-	snprintf(data, sizeof(data), m->out_dir ? "%s/data" : "%s", tmp);
-	if (m->out_dir && mkdir(tmp, 0700) < 0)
-		r = -errno;
-	if (r == 0 && !m->index_done)
-		r = merge_out_guest_index(m);
-	if (r == 0)
-		r = merge_out_snapshot(m, data);
-	if (r == 0)
-		r = merge_dir_finish(m, f->session_dir, tmp);
-	if (r == 0 && rename(tmp, f->snap_path) < 0)
-		r = -errno;
-	if (r < 0) {
-		char why[256];
-		int n = snprintf(why, sizeof(why), "%s\n", strerror(-r));
-
-		log_warn("snapshot %s: cannot write it from the live merge: %s", f->snap_path, strerror(-r));
-		snprintf(err, sizeof(err), "%s.err", f->snap_path);
-		(void)util_write_file(err, why, (size_t)n, 0600);
-	} else {
-		log_info("snapshot %s: written from the live merge (%" PRIu64 " guest records so far)", f->snap_path,
-			 m->guest_samples + m->gp.records);
-	}
-	f->snap_path[0] = '\0';
-}
-
-static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd)
-{
-	unsigned long long size, ts;
-	int n = 0;
-
-	if (sscanf(cmd, "host %llu %llu", &size, &ts) == 2) {
-		if (m->host.present && m->host.follow)
-			merge_host_horizon(&m->host, size, ts);
-		return 0;
-	}
-	if (sscanf(cmd, "snapshot %llu %n", &ts, &n) == 1 && n > 0 && cmd[n] == '/' && strlen(cmd + n) < sizeof(f->snap_path)) {
-		snprintf(f->snap_path, sizeof(f->snap_path), "%s", cmd + n);
-		f->snap_t = ts;
-		f->next_refit_ns = 0; /* the daemon's probe burst for it: fitted at the next wait */
-		return 0;
-	}
-	if (!strcmp(cmd, "snapshot-cancel")) { /* the daemon gave up waiting: it merges the spools */
-		f->snap_path[0] = '\0';
-		return 0;
-	}
-	if (strcmp(cmd, "end"))
-		return 0; /* a word of a newer daemon */
-	if (f->snap_path[0]) /* asked just before the end: what was written until now */
-		follow_snapshot(m, f);
-	f->ended = true;
-	if (m->host.present && merge_host_finish(&m->host) < 0)
-		return -EBADMSG;
-	m->guest.follow = false; /* spools: to their end markers, or their end */
-	if (m->guest.present) { /* the rest with the session's own clock.ini, as offline */
-		_cleanup_free_ char *ini = NULL;
-		const char *v;
-
-		if (util_read_file_at(f->dfd, "session.ini", 1 << 16, &ini, NULL) == 0 &&
-		    (v = strstr(ini, "\nstopped_mono_ns=")))
-			m->guest.stopped_ns = strtoull(v + 17, NULL, 10); /* the window closes at stop */
-		clock_apply_free(&m->guest.clock);
-		m->guest.clock_aligned = false;
-		merge_meta_clock(&m->guest, f->dfd);
-		if (m->guest.perf_clock_needed)
-			merge_meta_perf_clock(&m->guest, f->dfd);
-	}
-	return 0;
-}
-
-/* Waits for the daemon's next words (or timeout_ms): 0, or -EPIPE when it is gone. */
-static int follow_wait(struct merge_ctx *m, struct follow *f, int timeout_ms)
-{
-	struct pollfd p = { .fd = f->fd, .events = POLLIN };
-	char buf[512];
-	ssize_t n;
-	int r;
-
-	m->guest.follow_gen++; /* the spools may have grown meanwhile */
-	if (poll(&p, 1, timeout_ms) <= 0)
-		return 0;
-	n = read(f->fd, buf, sizeof(buf));
-	if (n <= 0)
-		return -EPIPE; /* no "end": the daemon died; the session dir stays for 'merge' */
-	for (ssize_t i = 0; i < n && !f->ended; i++) {
-		if (buf[i] != '\n') {
-			if (f->len < sizeof(f->line) - 1)
-				f->line[f->len++] = buf[i];
-			continue;
-		}
-		f->line[f->len] = 0;
-		f->len = 0;
-		if ((r = follow_command(m, f, f->line)) < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* Pipe mode, before waiting: a round marker after what was written (perf script shows a round
- * once it ends) and the buffer out. */
-static int pipe_round(struct merge_ctx *m)
-{
-	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
-	int r = 0;
-
-	if (m->since_round) {
-		m->since_round = 0;
-		r = perf_writer_record(m->w, &round);
-	}
-	return r < 0 ? r : perf_writer_flush(m->w);
-}
-
-static int merge_loop_follow(struct merge_ctx *m, struct follow *f)
-{
-	for (;;) {
-		struct host_rec *q = NULL;
-		struct merge_source *best = NULL;
-		bool blocked = false;
-		uint64_t bt = UINT64_MAX, bound = UINT64_MAX, now, t;
-		int brank = -1;
-		int r = host_next(m, &q);
-
-		if (r < 0)
-			return r;
-		if (r == 2)
-			blocked = true, bound = m->host.bound, q = NULL;
-		/* No guest time converts before a fit exists (the cycle clock's rate needs the
-		 * early probes): everything waits for it. */
-		if (m->guest.present && m->guest.follow && !m->guest.clock_aligned)
-			blocked = true, bound = 0;
-		/* A guest time after the newest probe would be extrapolated by the fit (on a cycle
-		 * clock, off by its rate error times the distance): nothing is written past it until
-		 * a later probe is in the fit, so every conversion is an interpolation. */
-		if (m->guest.present && m->guest.follow && m->guest.live_fit_until)
-			blocked = true, bound = MIN(bound, m->guest.live_fit_until);
-		if (m->guest.present && m->guest.follow && m->guest.perf_clock_needed && m->guest.perf_fit_until)
-			blocked = true, bound = MIN(bound, m->guest.perf_fit_until);
-		if (m->guest.present && m->guest.follow && m->guest.perf_clock_needed && !m->guest.perf_clock_on)
-			blocked = true, bound = 0; /* guest perf's own fit (perf-clock.samples) first */
-		for (size_t i = 0; i < m->n_src && bound; i++) {
-			const struct merge_source *s = &m->src[i];
-
-			if (s->kind->peek(m, s->state, &t)) {
-				source_before(m, &m->src[i], t, &best, &bt, &brank);
-			} else if (s->kind->blocked(m, s->state, &t)) {
-				blocked = true;
-				bound = MIN(bound, t);
-			}
-		}
-		if (f->snap_path[0]) { /* everything before the snapshot's time written: cut here */
-			uint64_t next = MIN(q ? q->ts : UINT64_MAX, best ? bt : UINT64_MAX);
-
-			if (next >= f->snap_t && (!blocked || bound >= f->snap_t)) {
-				follow_snapshot(m, f);
-				continue;
-			}
-		}
-		if (q && q->ts <= bt && (!blocked || q->ts <= bound)) {
-			merge_host_take(&m->host);
-			r = emit_host(m, q, false);
-			free(q);
-		} else if (best && (!blocked || bt < bound || (bt == bound && source_rank(m, best) == 0))) {
-			/* At the bound itself a blocked stream may still bring a record of that time
-			 * that goes first (a FORK): only a FORK goes now, as the whole-file merge would. */
-			if (bt < m->last_ts) { /* a refit moved this CPU's times back: keep the order */
-				f->clamped++;
-				best->kind->raise(m, best->state, m->last_ts);
-				bt = m->last_ts;
-			}
-			if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
-				return r;
-			m->last_ts = MAX(m->last_ts, bt);
-			r = best->kind->emit(m, best->state);
-		} else if (!q && !best && !blocked) {
-			return 0;
-		} else if (m->pipe && (r = pipe_round(m)) < 0) {
-			return r;
-		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended && m->guest.present &&
-			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns && samples_grew(f)) {
-			f->next_refit_ns = now + FOLLOW_REFIT_NS;
-			if (merge_meta_clock_live(&m->guest, f->dfd) == 0) {
-				f->refits++;
-				m->live_bound_ns = MAX(m->live_bound_ns, m->guest.clock.error_bound_ns);
-			}
-			if (m->guest.perf_clock_needed)
-				merge_meta_perf_clock(&m->guest, f->dfd);
-		}
-		if (r < 0)
-			return r;
-	}
-}
-
-/* Host TRACING_DATA (or a fresh one from the guest's headers) plus the remapped guest events. */
-/* Following: host perf writes its tracing data at exit only, so the formats of its tracepoints
- * come from the host's tracefs meanwhile (the same files perf reads), found by id. */
-static int host_tracefs_format(struct tracing_data *td, uint64_t id)
-{
-	static const char root[] = "/sys/kernel/tracing/events";
-	DIR *d = opendir(root), *sd;
-	char path[PATH_MAX], *text = NULL;
-	struct dirent *sys, *ev;
-	size_t len;
-	int r = -ENOENT;
-
-	while (d && r == -ENOENT && (sys = readdir(d))) {
-		if (sys->d_name[0] == '.' || snprintf(path, sizeof(path), "%s/%s", root, sys->d_name) >= (int)sizeof(path) ||
-		    !(sd = opendir(path)))
-			continue;
-		while (r == -ENOENT && (ev = readdir(sd))) {
-			_cleanup_free_ char *idtext = NULL;
-
-			if (ev->d_name[0] == '.' ||
-			    snprintf(path, sizeof(path), "%s/%s/%s/id", root, sys->d_name, ev->d_name) >= (int)sizeof(path) ||
-			    util_read_file(path, 64, &idtext, NULL) < 0 || strtoull(idtext, NULL, 10) != id)
-				continue;
-			snprintf(path, sizeof(path), "%s/%s/%s/format", root, sys->d_name, ev->d_name);
-			if ((r = util_read_file(path, TEP_FORMAT_MAX_TEXT, &text, &len)) == 0) {
-				r = tracing_data_add_event(td, sys->d_name, text, len);
-				free(text);
-			}
-		}
-		closedir(sd);
-	}
-	if (d)
-		closedir(d);
-	return r;
-}
-
-static int follow_host_td(struct merge_ctx *m)
-{
-	_cleanup_free_ char *hp = NULL, *he = NULL;
-	size_t hp_len, he_len;
-	int r;
-
-	if (util_read_file("/sys/kernel/tracing/events/header_page", 65536, &hp, &hp_len) < 0 ||
-	    util_read_file("/sys/kernel/tracing/events/header_event", 65536, &he, &he_len) < 0)
-		return -ENOENT;
-	if ((r = tracing_data_init(&m->td, (uint8_t)sizeof(long), (uint32_t)sysconf(_SC_PAGESIZE), hp, hp_len,
-				   he, he_len)) < 0)
-		return r;
-	for (size_t i = 0; i < m->host.n_attrs; i++)
-		if (m->host.attrs[i].attr.type == PERF_TYPE_TRACEPOINT &&
-		    (r = host_tracefs_format(&m->td, m->host.attrs[i].attr.config)) < 0 && r != -ENOENT)
-			return r;
-	m->have_td = true;
-	return 0;
-}
-
-/* The guest's remapped formats, as guest_<sys>, into m->td. */
-static int td_add_guest(struct merge_ctx *m)
-{
-	for (size_t i = 0; i < m->guest.n_events; i++) {
-		const struct guest_event *e = &m->guest.events[i];
-		char sys[TEP_FORMAT_MAX_NAME + 8];
-		int r;
-
-		snprintf(sys, sizeof(sys), "guest_%s", e->sys);
-		if ((r = tracing_data_add_event(&m->td, sys, e->text, e->text_len)) < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* Following, at the end: perf's own tracing data replaces the tracefs one in the output. */
-static int follow_final_td(struct merge_ctx *m)
-{
-	_cleanup_free_ uint8_t *blob = NULL;
-	struct tracing_data td = { 0 };
-	size_t len;
-
-	if (!m->host.present || perf_reader_feature(m->host.r, PERF_FEAT_TRACING_DATA, &blob, &len) < 0)
-		return 0;
-	if (tracing_data_parse(blob, len, &td) < 0)
-		return -EBADMSG;
-	tracing_data_free(&m->td);
-	m->td = td;
-	m->have_td = true;
-	return m->guest.present ? td_add_guest(m) : 0;
-}
-
-static int build_tracing_data(struct merge_ctx *m, char *why, size_t whylen)
-{
-	_cleanup_free_ uint8_t *blob = NULL;
-	size_t len;
-	int r;
-
-	if (m->host.present && m->host.follow && follow_host_td(m) < 0)
-		log_warn("the host's tracefs formats are unreadable: host tracepoints undecoded until stop");
-	if (m->host.present && !m->host.follow &&
-	    perf_reader_feature(m->host.r, PERF_FEAT_TRACING_DATA, &blob, &len) == 0) {
-		if (tracing_data_parse(blob, len, &m->td) < 0) {
-			snprintf(why, whylen, "the host recording's tracing data is malformed");
-			return -EBADMSG;
-		}
-		m->have_td = true;
-	}
-	merge_out_used_ids(m);
-	if (!m->guest.present)
-		return 0;
-	if (!m->have_td) {
-		const struct merge_guest *g = &m->guest;
-
-		if ((r = tracing_data_init(&m->td, (uint8_t)g->layout.commit_size, g->page_size, g->header_page,
-					   g->hp_len, g->header_event, g->he_len)) < 0)
-			return r;
-		m->have_td = true;
-	}
-	if (m->td.long_size != m->guest.layout.commit_size) {
-		snprintf(why, whylen, "the guest's long size (%u) differs from the host's (%u)",
-			 m->guest.layout.commit_size, m->td.long_size);
-		return -EPROTONOSUPPORT;
-	}
-	if ((r = merge_guest_remap(&m->guest, m->used)) < 0) {
-		snprintf(why, whylen, "no free tracepoint ids left for the guest's events");
-		return r;
-	}
-	return td_add_guest(m);
 }
 
 static void summary_clock(const struct merge_guest *g)
@@ -811,7 +246,7 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		log_error("%s: neither guest data nor a host recording to merge", o->session_dir);
 		return -ENOENT;
 	}
-	if ((r = build_tracing_data(m, why, sizeof(why))) < 0) {
+	if ((r = merge_tdata_build(m, why, sizeof(why))) < 0) {
 		log_error("%s: %s", o->session_dir, why);
 		return r;
 	}
@@ -873,43 +308,6 @@ static void merge_gbin_summary(struct merge_ctx *m, const struct merge_options *
 		       o->output);
 }
 
-/* Pipe mode: the attrs as HEADER_ATTR records and the tracing data (the host's tracefs formats
- * and the guest's, as the file's would be) as a HEADER_TRACING_DATA record and its bytes, before
- * any event: perf reads a pipe in order. */
-static int pipe_preamble(struct merge_ctx *m, int fd)
-{
-	_cleanup_free_ uint8_t *td = NULL;
-	size_t td_len = 0;
-	int r = perf_writer_open_pipe(fd, &m->w);
-
-	for (size_t i = 0; r == 0 && i < m->n_attrs; i++) {
-		const struct perf_attr_ids *a = &m->attrs[i];
-		size_t len = sizeof(struct perf_event_header) + PERF_ATTR_SIZE + a->n_ids * 8;
-		struct perf_event_header h = { .type = PERF_REC_HEADER_ATTR, .size = (uint16_t)len };
-		struct perf_event_attr at = a->attr;
-
-		if (len > sizeof(m->rec))
-			return -E2BIG;
-		at.size = PERF_ATTR_SIZE;
-		memcpy(m->rec, &h, sizeof(h));
-		memcpy(m->rec + sizeof(h), &at, PERF_ATTR_SIZE);
-		memcpy(m->rec + sizeof(h) + PERF_ATTR_SIZE, a->ids, a->n_ids * 8);
-		r = perf_writer_record(m->w, m->rec);
-	}
-	if (r == 0 && m->have_td && (r = tracing_data_build(&m->td, &td, &td_len)) == 0) {
-		uint32_t aligned = (uint32_t)((td_len + 7) & ~(size_t)7);
-		struct { struct perf_event_header h; uint32_t size, pad; } rec = {
-			{ .type = PERF_REC_TRACING_DATA, .size = 16 }, aligned, 0 };
-		static const uint8_t zero[8];
-
-		r = perf_writer_record(m->w, &rec);
-		if (r == 0)
-			r = perf_writer_raw(m->w, td, td_len);
-		if (r == 0 && aligned > td_len)
-			r = perf_writer_raw(m->w, zero, aligned - td_len);
-	}
-	return r < 0 ? r : perf_writer_flush(m->w);
-}
 
 /* stop's disk budget for the output, less what merge_dir_finish adds beside the data (the
  * guest's kallsyms). */
@@ -925,84 +323,53 @@ static uint64_t merge_data_budget(const struct merge_ctx *m, const struct merge_
 	return o->max_bytes > extra ? o->max_bytes - extra : 1; /* 1: nothing fits */
 }
 
-int merge_run(const struct merge_options *o)
+/* The output opened: with -o - while following, pipe-mode perf.data on a dup of stdout (the
+ * summary and logs go to stderr); else OUT prepared (a perf.data directory or a file) and its
+ * writer, within stop's disk budget. data names what is written. 0 or -errno (said). */
+static int merge_open(struct merge_ctx *m, const struct merge_options *o, int *out_fd, char *data, size_t len)
 {
-	_cleanup_free_ struct merge_ctx *m = calloc(1, sizeof(*m));
-	char data[PATH_MAX];
-	int r, out_fd = -1;
+	int r;
 
-	if (!m)
-		return -ENOMEM;
-	m->first_sample = UINT64_MAX;
-	m->zstd = o->zstd_level;
 	/* -o - (following only): pipe-mode perf.data on stdout, for 'perf script -i -'; the
 	 * summary and logs go to stderr. */
 	m->pipe = o->follow && !strcmp(o->output, "-");
-	if (m->pipe && ((out_fd = dup(1)) < 0 || dup2(2, 1) < 0)) {
-		r = -errno;
-		goto out;
-	}
+	if (m->pipe && ((*out_fd = dup(1)) < 0 || dup2(2, 1) < 0))
+		return -errno;
 	if ((r = merge_prepare(m, o)) < 0)
-		goto out;
+		return r;
 	if (m->pipe) {
-		snprintf(data, sizeof(data), "standard output");
-		if ((r = pipe_preamble(m, out_fd)) < 0) {
+		snprintf(data, len, "standard output");
+		if ((r = merge_follow_preamble(m, *out_fd)) < 0)
 			log_error("standard output: cannot write the pipe-mode header: %s", strerror(-r));
-			goto out;
-		}
-	} else if ((r = merge_dir_prepare(m, o->session_dir, o->output, data, sizeof(data))) < 0) {
-		goto out;
-	} else if ((r = perf_writer_open(data, o->zstd_level, &m->w)) < 0) {
+		return r;
+	}
+	if ((r = merge_dir_prepare(m, o->session_dir, o->output, data, len)) < 0)
+		return r;
+	if ((r = perf_writer_open(data, o->zstd_level, &m->w)) < 0) {
 		log_error("%s: cannot create: %s", data, strerror(-r));
-		goto out;
-	} else if (o->max_bytes) {
+		return r;
+	}
+	if (o->max_bytes)
 		perf_writer_set_limit(m->w, merge_data_budget(m, o));
-	}
-	if (o->follow) {
-		struct follow f = { .fd = o->follow_fd, .dfd = open(o->session_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
-				    .session_dir = o->session_dir };
+	return 0;
+}
 
-		if (m->guest.present && m->guest.clock_aligned) { /* fitted at load already */
-			f.refits = 1;
-			m->live_bound_ns = m->guest.clock.error_bound_ns;
-		}
+/* Everything merged: the header and features, the guest's kallsyms beside, the summary and
+ * merge.ini. 0, 1 (written, guest clock unaligned) or -errno (said). */
+static int merge_finish(struct merge_ctx *m, const struct merge_options *o, const char *data)
+{
+	int r;
 
-		r = f.dfd < 0 ? -errno : merge_loop_follow(m, &f);
-		if (f.dfd >= 0)
-			close(f.dfd);
-		if (r == 0 && (r = follow_final_td(m)) < 0)
-			log_error("%s: the host recording's final tracing data is malformed", o->session_dir);
-		if (r == -EPIPE) {
-			log_error("live merge stopped: its daemon is gone (no 'end' came); %s is unfinished: merge "
-				  "the session with 'trace-collector merge %s -o OUT'", data, o->session_dir);
-			goto out;
-		}
-		if (r < 0) {
-			log_error("live merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
-			goto out;
-		}
-		if (f.refits)
-			printf("  live:   merged while tracing; clock fitted %u times from the probes so far (error bounds up "
-			       "to %" PRIu64 " ns), at the end clock.ini's; %" PRIu64 " guest times raised to keep the "
-			       "order\n", f.refits, m->live_bound_ns, f.clamped);
-		else
-			printf("  live:   merged while tracing; no guest time converted before the end (a fit waits for "
-			       "probes spanning %llu s), then with clock.ini's; %" PRIu64 " guest times raised to keep "
-			       "the order\n", (unsigned long long)(MERGE_LIVE_MIN_SPAN_NS / 1000000000ull), f.clamped);
-	} else if ((r = merge_loop(m)) < 0) {
-		log_error("merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
-		goto out;
-	}
 	if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
-		goto out;
+		return r;
 	if ((r = merge_out_finish(m)) < 0) {
 		log_error("%s: cannot write: %s", data, strerror(-r));
-		goto out;
+		return r;
 	}
 	if (!m->pipe && (r = merge_dir_finish(m, o->session_dir, o->output)) < 0) {
 		log_error("%s: cannot add the guest's kallsyms (perf would not name guest kernel functions): %s",
 			  o->output, strerror(-r));
-		goto out;
+		return r;
 	}
 	if (o->snapshot) { /* cut while tracing: no end markers yet, by design */
 		m->guest.loss.no_end_cpus = 0;
@@ -1023,7 +390,12 @@ int merge_run(const struct merge_options *o)
 			  m->guest.clock_why[0] ? m->guest.clock_why : "no usable clock.ini", o->output);
 		r = 1; /* written, but not aligned */
 	}
-out:
+	return r;
+}
+
+/* Everything the merge holds; an unfinished output (r < 0) is removed. */
+static void merge_free(struct merge_ctx *m, const struct merge_options *o, int r, int out_fd)
+{
 	perf_writer_free(m->w); /* an unfinished file is removed */
 	if (r == -EFBIG && m->out_dir)
 		rmdir(o->output); /* and the perf.data directory made for it */
@@ -1035,5 +407,25 @@ out:
 	merge_gperf_free(&m->gp);
 	merge_vcpu_free(&m->vcpu);
 	free(m->src);
+}
+
+int merge_run(const struct merge_options *o)
+{
+	_cleanup_free_ struct merge_ctx *m = calloc(1, sizeof(*m));
+	char data[PATH_MAX];
+	int r, out_fd = -1;
+
+	if (!m)
+		return -ENOMEM;
+	m->first_sample = UINT64_MAX;
+	m->zstd = o->zstd_level;
+	r = merge_open(m, o, &out_fd, data, sizeof(data));
+	if (r == 0 && o->follow)
+		r = merge_follow(m, o, data);
+	else if (r == 0 && (r = merge_loop(m)) < 0)
+		log_error("merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
+	if (r == 0)
+		r = merge_finish(m, o, data);
+	merge_free(m, o, r, out_fd);
 	return r;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* trace-collector merge: session dir (guest pages and perf records + host perf.data) → one
- * perf.data. merge.c drives the k-way merge over the host recording (host.c) and the guest's
- * streams behind one interface (a vCPU's ftrace pages: guest.c; its perf records: gperf.c);
- * out.c and dir.c write. */
+ * perf.data. merge.c drives the k-way merge (follow.c while the session traces) over the host
+ * recording (host.c) and the guest's streams behind one interface (source.c; a vCPU's ftrace
+ * pages: guest.c; its perf records: gperf.c); tdata.c, out.c and dir.c write. */
 #pragma once
 
 #include <stdbool.h>
@@ -38,7 +38,7 @@ struct merge_options {
 	bool snapshot;         /* a snapshot dir: spools cut while tracing (no end markers), the
 				* host only from host_data */
 	bool follow;           /* follow the session while it traces, the daemon's words on
-				* follow_fd (merge.c) */
+				* follow_fd (follow.c) */
 	int follow_fd;
 	uint64_t max_bytes;    /* the output may take this many bytes at most (0: no limit; stop's
 				* disk budget): past it the merge fails with -EFBIG, nothing kept */

@@ -6,7 +6,7 @@
 #include "merge.h"
 #include "tracing_data.h"
 
-/* One time-ordered guest stream of the k-way merge: a kind (merge.c's table) and its state. */
+/* One time-ordered guest stream of the k-way merge: a kind (source.c's table) and its state. */
 struct merge_source_kind;
 struct merge_source {
 	const struct merge_source_kind *kind;
@@ -49,7 +49,7 @@ int merge_out_finish(struct merge_ctx *m);
 int merge_out_snapshot(struct merge_ctx *m, const char *path);
 void merge_out_free(struct merge_ctx *m);
 /* Writes one record, FINISHED_ROUND markers between timed ones (ts 0: untimed). The sources
- * (merge.c's host records, gperf.c's) call down into it; out.c writes the guest perf attrs and
+ * (source.c's host records, gperf.c's) call down into it; out.c writes the guest perf attrs and
  * the guest kernel's maps itself, so it calls no source back. */
 int merge_out_emit(struct merge_ctx *m, const void *rec, uint64_t ts);
 /* gperf.c: writes c's head record, converted. */

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The output's tracing data: the host recording's (while following, its tracepoints' formats
+ * from the host's tracefs until perf writes its own at exit), or a fresh one from the guest's
+ * headers, plus the guest's remapped formats as guest_<sys>. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "merge.h"
+#include "out.h"
+#include "perf_reader.h"
+#include "tdata.h"
+#include "tracing_data.h"
+#include "util.h"
+
+/* Following: host perf writes its tracing data at exit only, so the formats of its tracepoints
+ * come from the host's tracefs meanwhile (the same files perf reads), found by id. */
+static int host_tracefs_format(struct tracing_data *td, uint64_t id)
+{
+	static const char root[] = "/sys/kernel/tracing/events";
+	DIR *d = opendir(root), *sd;
+	char path[PATH_MAX], *text = NULL;
+	struct dirent *sys, *ev;
+	size_t len;
+	int r = -ENOENT;
+
+	while (d && r == -ENOENT && (sys = readdir(d))) {
+		if (sys->d_name[0] == '.' || snprintf(path, sizeof(path), "%s/%s", root, sys->d_name) >= (int)sizeof(path) ||
+		    !(sd = opendir(path)))
+			continue;
+		while (r == -ENOENT && (ev = readdir(sd))) {
+			_cleanup_free_ char *idtext = NULL;
+
+			if (ev->d_name[0] == '.' ||
+			    snprintf(path, sizeof(path), "%s/%s/%s/id", root, sys->d_name, ev->d_name) >= (int)sizeof(path) ||
+			    util_read_file(path, 64, &idtext, NULL) < 0 || strtoull(idtext, NULL, 10) != id)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/%s/format", root, sys->d_name, ev->d_name);
+			if ((r = util_read_file(path, TEP_FORMAT_MAX_TEXT, &text, &len)) == 0) {
+				r = tracing_data_add_event(td, sys->d_name, text, len);
+				free(text);
+			}
+		}
+		closedir(sd);
+	}
+	if (d)
+		closedir(d);
+	return r;
+}
+
+static int follow_host_td(struct merge_ctx *m)
+{
+	_cleanup_free_ char *hp = NULL, *he = NULL;
+	size_t hp_len, he_len;
+	int r;
+
+	if (util_read_file("/sys/kernel/tracing/events/header_page", 65536, &hp, &hp_len) < 0 ||
+	    util_read_file("/sys/kernel/tracing/events/header_event", 65536, &he, &he_len) < 0)
+		return -ENOENT;
+	if ((r = tracing_data_init(&m->td, (uint8_t)sizeof(long), (uint32_t)sysconf(_SC_PAGESIZE), hp, hp_len,
+				   he, he_len)) < 0)
+		return r;
+	for (size_t i = 0; i < m->host.n_attrs; i++)
+		if (m->host.attrs[i].attr.type == PERF_TYPE_TRACEPOINT &&
+		    (r = host_tracefs_format(&m->td, m->host.attrs[i].attr.config)) < 0 && r != -ENOENT)
+			return r;
+	m->have_td = true;
+	return 0;
+}
+
+/* The guest's remapped formats, as guest_<sys>, into m->td. */
+static int td_add_guest(struct merge_ctx *m)
+{
+	for (size_t i = 0; i < m->guest.n_events; i++) {
+		const struct guest_event *e = &m->guest.events[i];
+		char sys[TEP_FORMAT_MAX_NAME + 8];
+		int r;
+
+		snprintf(sys, sizeof(sys), "guest_%s", e->sys);
+		if ((r = tracing_data_add_event(&m->td, sys, e->text, e->text_len)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Following, at the end: perf's own tracing data replaces the tracefs one in the output. */
+int merge_tdata_final(struct merge_ctx *m)
+{
+	_cleanup_free_ uint8_t *blob = NULL;
+	struct tracing_data td = { 0 };
+	size_t len;
+
+	if (!m->host.present || perf_reader_feature(m->host.r, PERF_FEAT_TRACING_DATA, &blob, &len) < 0)
+		return 0;
+	if (tracing_data_parse(blob, len, &td) < 0)
+		return -EBADMSG;
+	tracing_data_free(&m->td);
+	m->td = td;
+	m->have_td = true;
+	return m->guest.present ? td_add_guest(m) : 0;
+}
+
+/* Host TRACING_DATA (or a fresh one from the guest's headers) plus the remapped guest events. */
+int merge_tdata_build(struct merge_ctx *m, char *why, size_t whylen)
+{
+	_cleanup_free_ uint8_t *blob = NULL;
+	size_t len;
+	int r;
+
+	if (m->host.present && m->host.follow && follow_host_td(m) < 0)
+		log_warn("the host's tracefs formats are unreadable: host tracepoints undecoded until stop");
+	if (m->host.present && !m->host.follow &&
+	    perf_reader_feature(m->host.r, PERF_FEAT_TRACING_DATA, &blob, &len) == 0) {
+		if (tracing_data_parse(blob, len, &m->td) < 0) {
+			snprintf(why, whylen, "the host recording's tracing data is malformed");
+			return -EBADMSG;
+		}
+		m->have_td = true;
+	}
+	merge_out_used_ids(m);
+	if (!m->guest.present)
+		return 0;
+	if (!m->have_td) {
+		const struct merge_guest *g = &m->guest;
+
+		if ((r = tracing_data_init(&m->td, (uint8_t)g->layout.commit_size, g->page_size, g->header_page,
+					   g->hp_len, g->header_event, g->he_len)) < 0)
+			return r;
+		m->have_td = true;
+	}
+	if (m->td.long_size != m->guest.layout.commit_size) {
+		snprintf(why, whylen, "the guest's long size (%u) differs from the host's (%u)",
+			 m->guest.layout.commit_size, m->td.long_size);
+		return -EPROTONOSUPPORT;
+	}
+	if ((r = merge_guest_remap(&m->guest, m->used)) < 0) {
+		snprintf(why, whylen, "no free tracepoint ids left for the guest's events");
+		return r;
+	}
+	return td_add_guest(m);
+}
