@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "collector.h"
+#include "disk.h"
 #include "log.h"
 #include "perf_events.h"
 #include "util.h"

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "ctlsock.h"
 #include "log.h"
 #include "util.h"
 

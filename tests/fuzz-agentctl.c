@@ -17,8 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agentctl.h"
 #include "collector.h"
 #include "log.h"
+#include "ports.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include "fuzz-session.h"
-#include "collector.h"
 #include "gbin.h"
 #include "marker.h"
 #include "merge.h"
+#include "spool-side.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collector.h"
 #include "fuzz-session.h"
 #include "merge.h"
+#include "session.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

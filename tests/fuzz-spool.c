@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector.h"
+#include "ports.h"
+#include "spool.h"
 
 /* The spool's owner: errors and progress dropped, no flight-recorder peers. */
 static void drop_error(void *userdata, unsigned k, int err) {}

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "agentctl.h"
 #include "collector.h"
 #include "harness.h"
+#include "ports.h"
 #include "util.h"
 
 /* agentctl.c reports to its owner through ops; these tests drop what it reports. */

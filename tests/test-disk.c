@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* collector/daemon/disk.c: the disk budget's defaults, sizes, the output's budget and the walk. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collector.h"
+#include "disk.h"
 #include "harness.h"
 #include "util.h"
 

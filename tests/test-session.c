@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "collector.h"
 #include "harness.h"
+#include "session.h"
 #include "util.h"
 
 TEST(create_write_get_set)

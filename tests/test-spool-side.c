@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector.h"
 #include "harness.h"
 #include "marker.h"
 #include "perf_events.h"
+#include "spool-side.h"
 
 struct feed {
 	struct spool_side *t;

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector.h"
+#include "agentctl.h"
 #include "daemon.h"
+#include "gbinfetch.h"
+#include "kcache.h"
 #include "log.h"
 #include "util.h"
 

@@ -9,8 +9,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "agentctl.h"
 #include "daemon.h"
+#include "hostperf.h"
 #include "log.h"
+#include "session.h"
+#include "spool.h"
 #include "util.h"
 
 const char *const daemon_phase_names[] = {

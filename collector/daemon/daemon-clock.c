@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "clocksync.h"
-#include "collector.h"
 #include "daemon.h"
 #include "log.h"
 

@@ -15,7 +15,10 @@
 
 #include "collector.h"
 #include "daemon.h"
+#include "disk.h"
+#include "hostperf.h"
 #include "log.h"
+#include "spool.h"
 #include "util.h"
 
 #define DISK_PERF_RING (516u << 10) /* perf record's default ring per host CPU (512 KiB + header) */

@@ -19,8 +19,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agentctl.h"
+#include "collector.h"
 #include "daemon.h"
+#include "hostperf.h"
 #include "log.h"
+#include "session.h"
+#include "spool.h"
 #include "util.h"
 
 #define LIVE_PERIOD_NS 500000000ull

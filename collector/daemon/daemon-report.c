@@ -5,9 +5,11 @@
 #include <time.h>
 
 #include "clocksync.h"
-#include "collector.h"
 #include "daemon.h"
+#include "gbinfetch.h"
+#include "hostperf.h"
 #include "log.h"
+#include "spool.h"
 #include "util.h"
 
 void daemon_report_agent_stats(const struct daemon *d)

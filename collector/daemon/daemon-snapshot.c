@@ -14,9 +14,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agentctl.h"
+#include "collector.h"
+#include "ctlsock.h"
 #include "daemon.h"
-#include "marker.h"
+#include "hostperf.h"
 #include "log.h"
+#include "marker.h"
+#include "spool.h"
 #include "util.h"
 
 static int snapshot_link(const char *from_dir, const char *to_dir, const char *name)

@@ -16,9 +16,16 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "agentctl.h"
 #include "collector.h"
+#include "ctlsock.h"
 #include "daemon.h"
+#include "gbinfetch.h"
+#include "hostperf.h"
 #include "log.h"
+#include "ports.h"
+#include "session.h"
+#include "spool.h"
 #include "util.h"
 
 #define TICK_MS 100

@@ -10,8 +10,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "agentctl.h"
 #include "clocksync.h"
 #include "collector.h"
+#include "disk.h"
+#include "ports.h"
+#include "proto.h"
+#include "session.h"
 
 enum phase {
 	PH_HELLO, PH_RESET, PH_CONFIG, PH_META, PH_PROBES0, PH_PERF, PH_START, PH_TRACING,
@@ -163,6 +168,14 @@ static inline const char *daemon_stream_port(unsigned k)
 {
 	return k < COLLECTOR_MAX_CPUS ? "trace-path-cpu" : "perf-path-cpu";
 }
+
+/* The daemon's side of the control socket (ctlsock.c's ops, set in daemon.c): status
+ * (daemon-report.c), stop (stop.c), snapshot (daemon-snapshot.c). */
+struct bufferevent;
+void daemon_status(struct daemon *d, char *buf, size_t size);
+void daemon_stop_request(struct daemon *d, struct bufferevent *client);
+void daemon_snapshot_request(struct daemon *d, struct bufferevent *client);
+void daemon_stop_replied(struct daemon *d);
 
 /* Human names of the phases (status, logs). */
 extern const char *const daemon_phase_names[];

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-#include "collector.h"
+#include "disk.h"
 #include "util.h"
 
 uint64_t disk_default_max(uint64_t fs_bytes)

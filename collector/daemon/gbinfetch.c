@@ -17,9 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector.h"
+#include "agentctl.h"
 #include "gbin.h"
+#include "gbinfetch.h"
 #include "log.h"
+#include "session.h"
 #include "util.h"
 
 #define GBIN_SESSION_MAX (1ull << 30) /* bytes fetched per session */

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "collector.h"
+#include "hostperf.h"
 #include "log.h"
 #include "merge.h"
 #include "util.h"

@@ -4,13 +4,14 @@
  * agent whose kallsyms has the same key sends only kallsyms_key, which the session then gets
  * from the cache. The key is the agent's (boot id, kptr_restrict, /proc/modules), 16 hex digits. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collector.h"
+#include "kcache.h"
 #include "log.h"
 #include "util.h"
 

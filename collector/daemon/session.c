@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "collector.h"
+#include "session.h"
 #include "util.h"
 
 #define INI_MAX (256u << 10)

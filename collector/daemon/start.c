@@ -9,9 +9,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "agentctl.h"
 #include "collector.h"
 #include "daemon.h"
+#include "hostperf.h"
 #include "log.h"
+#include "ports.h"
+#include "session.h"
+#include "spool.h"
 #include "util.h"
 
 #define EARLY_PROBE_NS 150000000ull

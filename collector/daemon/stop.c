@@ -7,9 +7,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "agentctl.h"
 #include "collector.h"
+#include "ctlsock.h"
 #include "daemon.h"
+#include "gbinfetch.h"
+#include "hostperf.h"
 #include "log.h"
+#include "session.h"
+#include "spool.h"
 #include "util.h"
 
 /* The fit (ptp) or the last readings (kvm), clock.ini, and its numbers into session.ini. */

@@ -9,7 +9,11 @@
 
 #include "collector.h"
 #include "daemon.h"
+#include "disk.h"
 #include "log.h"
+#include "ports.h"
+#include "session.h"
+#include "spool.h"
 #include "util.h"
 
 static void daemon_spool_error(void *userdata, unsigned k, int err);

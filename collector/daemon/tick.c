@@ -9,9 +9,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "collector.h"
+#include "agentctl.h"
 #include "daemon.h"
+#include "gbinfetch.h"
+#include "hostperf.h"
 #include "log.h"
+#include "ports.h"
+#include "spool.h"
 #include "util.h"
 
 /* QEMU 7.2's multi-threaded TCG can run stale code after the guest kernel patches itself

@@ -10,8 +10,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "agentctl.h"
 #include "collector.h"
 #include "log.h"
+#include "marker.h"
+#include "ports.h"
+#include "proto.h"
 #include "util.h"
 
 #define OUT_MAX (1u << 20)           /* queued host->agent bytes */

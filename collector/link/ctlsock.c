@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
-#include "collector.h"
+#include "ctlsock.h"
 #include "log.h"
 #include "util.h"
 

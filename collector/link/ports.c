@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
-#include "collector.h"
+#include "ports.h"
 #include "util.h"
 
 static bool is_type(const char *path, mode_t type)

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "marker.h"
 #include "perf_events.h"
+#include "spool-side.h"
 #include "util.h"
 
 #define SIDE_MAX_BYTES (16u << 20)

@@ -22,6 +22,11 @@
 
 #include "collector.h"
 #include "log.h"
+#include "marker.h"
+#include "ports.h"
+#include "proto.h"
+#include "spool-side.h"
+#include "spool.h"
 #include "util.h"
 
 /* SPOOL_BUF (collector.h): per CPU; a multiple of any O_DIRECT alignment */

@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 
 #include "clockfit.h"
-#include "collector.h"
 #include "hash.h"
 #include "merge.h"
 #include "util.h"

@@ -16,6 +16,7 @@
 #include "collector.h"
 #include "log.h"
 #include "qemu-config.h"
+#include "setup.h"
 #include "util.h"
 
 #define SETUP_USAGE "--name VM --cpus N [--dir D] [--transport pipe|socket] [--format qemu|libvirt]\n" \

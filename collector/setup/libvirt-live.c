@@ -12,9 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "collector.h"
 #include "log.h"
 #include "qemu-config.h"
+#include "setup.h"
 #include "util.h"
 
 #define VIRSH_OUT_MAX (16u << 20)

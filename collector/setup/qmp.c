@@ -12,9 +12,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "collector.h"
 #include "log.h"
 #include "qemu-config.h"
+#include "setup.h"
 #include "util.h"
 
 #define QMP_TIMEOUT_MS 10000

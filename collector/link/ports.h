@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ports.c: the per-VM FIFO pairs (NAME.in / NAME.out) or sockets (sock/NAME.sock). */
+#define PORT_SOCK_DIR "sock"
+#define PORT_DRAIN_MAX (16u << 20)
+enum port_kind { PORT_FIFO, PORT_SOCKET };
+struct port {
+	char name[64];
+	char base[PATH_MAX]; /* DIR/NAME */
+	enum port_kind kind;
+	int rfd, wfd;        /* equal for sockets; -1 when closed */
+};
+int ports_detect(const char *dir, enum port_kind *ret);
+void port_init(struct port *p, const char *dir, const char *name, enum port_kind kind);
+int port_open(struct port *p, bool writable);
+void port_close(struct port *p);
+uint64_t port_drain(struct port *p);
+pid_t port_peer_pid(const struct port *p);
+const char *port_path(const struct port *p, bool reading, char *buf, size_t size);
