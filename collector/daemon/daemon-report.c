@@ -164,8 +164,8 @@ static void daemon_report_brief_perf(const struct daemon *d, unsigned i, struct 
 
 static void daemon_report_brief_losses(const struct daemon *d, struct brief *b, FILE *f)
 {
-	fprintf(f, "losses: ring overrun %llu events, ring dropped %llu events, ring missed-events %llu, transport "
-		   "%llu pages%s", (unsigned long long)b->overrun, (unsigned long long)b->dropped,
+	fprintf(f, "losses: ring overrun %llu events, ring dropped %llu events, ring missed-events %llu "
+		   "(counted in page headers), transport %llu pages%s", (unsigned long long)b->overrun, (unsigned long long)b->dropped,
 		(unsigned long long)b->missed, (unsigned long long)b->transport,
 		b->noreport.n ? " (some CPUs unknown: the guest never reported)" : "");
 	if (b->lost.n)
