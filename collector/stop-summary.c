@@ -58,7 +58,8 @@ static void summary_merge_head(struct merge_brief *b, const char *line, char *hi
 					    "stand-in", "not placed", "CUT" };
 	const char *p = line + strspn(line, " ");
 
-	snprintf(b->section, sizeof(b->section), "%.*s", (int)strcspn(p, ":"), p);
+	if (*p < 'A' || *p > 'Z') /* "NOT TRACED: ..." amid the guest's lines is no section */
+		snprintf(b->section, sizeof(b->section), "%.*s", (int)strcspn(p, ":"), p);
 	if (!strcmp(b->section, "host") && (p = strstr(line, " samples in, ")))
 		b->host = strtoull(p + 13, NULL, 10);
 	else if (!strcmp(b->section, "guest"))

@@ -136,8 +136,7 @@ static void daemon_report_brief_cpu(const struct daemon *d, unsigned i, struct b
 	if (!st.ended)
 		summary_list_add(g ? &b->noend : &b->noreport, "cpu%u", i);
 	if (st.discarded)
-		summary_list_add(&b->cut, "cpu%u %llu bytes dropped by the host after the stop/limit", i,
-				 (unsigned long long)st.discarded);
+		summary_list_add(&b->cut, "cpu%u %llu", i, (unsigned long long)st.discarded);
 }
 
 static void daemon_report_brief_perf(const struct daemon *d, unsigned i, struct brief *b)
@@ -203,7 +202,7 @@ static void daemon_report_brief_gaps(const struct daemon *d, struct brief *b, FI
 	if (gaps.n)
 		fprintf(f, "missing: %s\n", summary_list_str(&gaps));
 	if (b->cut.n)
-		summary_list_add(&cut, "%s", summary_list_str(&b->cut));
+		summary_list_add(&cut, "bytes dropped by the host after the stop/limit: %s", summary_list_str(&b->cut));
 	if (b->fr)
 		summary_list_add(&cut, "flight recorder: the oldest %.1f MiB dropped, the newest kept", (double)b->fr / 1048576.0);
 	if (gcut)
