@@ -4,13 +4,17 @@
 # event type) in SESSION/stop-summary.txt.
 . "$(dirname "$0")/daemon-lib.sh"
 
-# short_ok WHAT OUT: at most 12 lines, none of them per CPU or per event type.
-short_ok() {
-	local n
-	n=$(wc -l <<<"$2")
+# stop_short WHAT: stop (its output in $out, printed) succeeds with at most 12 lines, none of
+# them per CPU or per event type.
+stop_short() {
+	local rc n
+	out=$(stop 2>&1); rc=$?
+	echo "$out"
+	check "$1: stop succeeds (rc $rc)" test $rc -eq 0
+	n=$(wc -l <<<"$out")
 	check "$1: the summary is at most 12 lines ($n)" test "$n" -le 12
-	! grep -Eq '^(cpu[0-9]+|perf cpu[0-9]+): |^ +guest_' <<<"$2" && ok "$1: no line per CPU or per event type" ||
-		fail "$1: per-CPU lines in: $2"
+	! grep -Eq '^(cpu[0-9]+|perf cpu[0-9]+): |^ +guest_' <<<"$out" && ok "$1: no line per CPU or per event type" ||
+		fail "$1: per-CPU lines in: $out"
 }
 
 # 1. Two vCPUs whose guest claims 3 pages more than it sent (a transport loss) and overran 7
@@ -19,10 +23,7 @@ mkfifos 2
 fake_guest --dir "$VMDIR" --cpus 2 --pages 50 --mode lossy
 out=$(start --no-host --clock ptp 2>&1); S=$(tail -n 1 <<<"$out")
 wait_for 10 status_has 'cpu1 +50 '
-out=$(stop 2>&1); rc=$?
-echo "$out"
-check "2 vCPUs: stop succeeds (rc $rc)" test $rc -eq 0
-short_ok "2 vCPUs" "$out"
+stop_short "2 vCPUs"
 grep -Eq '^losses: ring overrun 14 events, .*transport 6 pages; by CPU: cpu0 7 events \+ 3 pages, cpu1 7 events \+ 3 pages$' <<<"$out" &&
 	ok "2 vCPUs: the losses line names both CPUs, events and pages" || fail "2 vCPUs losses: $out"
 grep -q "^output: $T/out.data" <<<"$out" && ok "2 vCPUs: the output named" || fail "2 vCPUs output: $out"
@@ -43,10 +44,7 @@ rm "$VMDIR"/trace-path-cpu5.* "$VMDIR"/trace-path-cpu17.*
 out=$(start --no-host --clock ptp --allow-partial --max-size 1M 2>&1); S=$(tail -n 1 <<<"$out")
 check "32 vCPUs: start succeeds ($S)" test -f "$S/session.ini"
 check "32 vCPUs: the session is cut by --max-size" wait_for 30 status_has 'state: stopped — --max-size'
-out=$(stop 2>&1); rc=$?
-echo "$out"
-check "32 vCPUs: stop succeeds (rc $rc)" test $rc -eq 0
-short_ok "32 vCPUs" "$out"
+stop_short "32 vCPUs"
 grep -Eq '^missing: NOT TRACED: guest CPUs 5,17 \(start --allow-partial\)' <<<"$out" &&
 	ok "32 vCPUs: the CPUs not traced named on the missing line" || fail "32 vCPUs missing: $out"
 grep -Eq '^losses: .*; by CPU: cpu0 [0-9]+ events \+ [0-9]+ pages, (cpu[0-9]+ [^,]*, ){5}and [0-9]+ more$' <<<"$out" &&
