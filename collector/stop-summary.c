@@ -57,14 +57,16 @@ static void summary_merge_head(struct merge_brief *b, const char *line, char *hi
 	static const char *const warn[] = { "FALLBACK", "REFUSED", "UNALIGNED", "recovered", "not merged",
 					    "stand-in", "not placed", "CUT" };
 	const char *p = line + strspn(line, " ");
+	char label[sizeof(b->section)];
 
+	snprintf(label, sizeof(label), "%.*s", (int)strcspn(p, ":"), p);
 	if (*p < 'A' || *p > 'Z') /* "NOT TRACED: ..." amid the guest's lines is no section */
-		snprintf(b->section, sizeof(b->section), "%.*s", (int)strcspn(p, ":"), p);
-	if (!strcmp(b->section, "host") && (p = strstr(line, " samples in, ")))
+		snprintf(b->section, sizeof(b->section), "%s", label);
+	if (!strcmp(label, "host") && (p = strstr(line, " samples in, ")))
 		b->host = strtoull(p + 13, NULL, 10);
-	else if (!strcmp(b->section, "guest"))
+	else if (!strcmp(label, "guest"))
 		b->guest = strtoull(line + 10, NULL, 10);
-	else if (!strcmp(b->section, "guest user functions"))
+	else if (!strcmp(label, "guest user functions"))
 		snprintf(hint, hintlen, "%s", line + 2);
 	for (size_t i = 0; i < ARRAY_SIZE(warn); i++)
 		if (strstr(line, warn[i]) && !strstr(line, "because no host recording")) {
