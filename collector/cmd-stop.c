@@ -31,12 +31,99 @@ static void stop_clock_first(const char *reply)
 static int stop_run(int argc, char **argv);
 const struct cmd_entry cmd_stop = {
 	.name = "stop", .summary = "stop the session and write the merged perf.data",
-	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z]\n"
+	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z] [-v]\n"
 		 "Stops the guest agent (waiting up to 10 s for every CPU's end marker) and host perf\n"
 		 "record, finalizes the session dir, merges it into OUT (default: start's -o, else\n"
-		 "./VM.data; -z compresses with zstd) and prints a summary of what was lost and why.\n",
+		 "./VM.data; -z compresses with zstd) and prints a short summary: what was lost, cut or\n"
+		 "missing and why, each kind on one line. The full one (per CPU, per event type) goes to\n"
+		 "SESSION/stop-summary.txt; -v (--verbose) prints it instead.\n",
 	.run = stop_run,
 };
+
+/* Where stop's summary goes: the short one to stdout, the full one to SESSION/stop-summary.txt
+ * (and with -v to stdout instead of the short one). */
+struct stop_out {
+	FILE *file; /* NULL when it cannot be written (said; stdout then gets the full text) */
+	char path[PATH_MAX + 32];
+	bool verbose;
+	char hint[2 * PATH_MAX + 64]; /* the merge's "guest user functions: perf ..." */
+};
+
+static void stop_out_open(struct stop_out *so, const char *dir)
+{
+	int fd;
+
+	snprintf(so->path, sizeof(so->path), "%s/stop-summary.txt", dir);
+	fd = open(so->path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (fd < 0 || !(so->file = fdopen(fd, "a"))) {
+		log_warn("%s: cannot write the full summary: %m; printing it here", so->path);
+		if (fd >= 0)
+			close(fd);
+		so->verbose = true;
+	}
+}
+
+/* The daemon's reply: its short summary printed (-v: its full one), the full one kept. */
+static void stop_out_daemon(struct stop_out *so, const char *reply)
+{
+	const char *sep = strstr(reply, DAEMON_SUMMARY_DETAILS "\n");
+	const char *full = sep ? sep + strlen(DAEMON_SUMMARY_DETAILS) + 1 : reply;
+
+	if (so->verbose || !sep)
+		fputs(full, stdout);
+	else
+		fwrite(reply, 1, (size_t)(sep - reply), stdout);
+	if (so->file)
+		fputs(full, so->file);
+	fflush(stdout);
+}
+
+static void stop_out_line(struct stop_out *so, const char *text)
+{
+	fputs(text, stdout);
+	if (so->file)
+		fputs(text, so->file);
+	fflush(stdout);
+}
+
+/* The merge prints its summary on stdout: while it runs, stdout is the file. Returns the
+ * saved stdout (-1: not captured) and where the merge's text starts. */
+static int stop_out_capture(struct stop_out *so, off_t *ret_start)
+{
+	int saved;
+
+	fflush(stdout);
+	if (!so->file || fflush(so->file) != 0 || (saved = dup(STDOUT_FILENO)) < 0)
+		return -1;
+	*ret_start = lseek(fileno(so->file), 0, SEEK_END);
+	if (*ret_start < 0 || dup2(fileno(so->file), STDOUT_FILENO) < 0) {
+		close(saved);
+		return -1;
+	}
+	return saved;
+}
+
+/* stdout back; the merge's summary printed whole (-v) or in two lines. */
+static void stop_out_release(struct stop_out *so, int saved, off_t start)
+{
+	_cleanup_free_ char *text = NULL;
+	off_t end;
+
+	if (saved < 0)
+		return;
+	fflush(stdout);
+	end = lseek(STDOUT_FILENO, 0, SEEK_END);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	if (end <= start || !(text = calloc(1, (size_t)(end - start) + 1)) ||
+	    pread(fileno(so->file), text, (size_t)(end - start), start) != end - start)
+		return;
+	if (so->verbose)
+		fputs(text, stdout);
+	else
+		summary_merge_brief(text, stdout, so->hint, sizeof(so->hint));
+	fflush(stdout);
+}
 
 /* Output path: -o, else start's -o (session.ini 'output'), else ./VM.data. */
 static void stop_output(const char *dir, const char *opt, char *buf, size_t size)
@@ -153,28 +240,55 @@ static uint64_t stop_budget(const char *dir, const char *out, char *why, size_t 
 
 /* The stalls line (trace-collector report): one pass over OUT, skipped when it holds no host
  * recording (nothing to follow) or is over 2 GB (the pass would take a while: run report). */
-static void stop_stalls(const char *dir, const char *out)
+static void stop_stalls(struct stop_out *so, const char *dir, const char *out)
 {
 	char data[PATH_MAX + 8], host[16] = "";
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
 	struct stat st;
+	FILE *f;
 
 	snprintf(data, sizeof(data), "%s/data", out);
 	if (stat(data, &st) < 0 && stat(out, &st) < 0)
 		return;
-	if (session_ini_get(dir, "opt_host", host, sizeof(host)) == 0 && !strcmp(host, "none")) {
-		printf("stalls:  not known (no host recording: --no-host)\n");
-	} else if (st.st_size > (2ll << 30)) {
-		printf("stalls:  not counted here (%.1f GB: run 'trace-collector report %s')\n", (double)st.st_size / 1e9, out);
-	} else {
-		report_stop_summary(out, stdout);
-	}
-	fflush(stdout);
+	if (!(f = open_memstream(&text, &len)))
+		return;
+	if (session_ini_get(dir, "opt_host", host, sizeof(host)) == 0 && !strcmp(host, "none"))
+		fprintf(f, "stalls:  not known (no host recording: --no-host)\n");
+	else if (st.st_size > (2ll << 30))
+		fprintf(f, "stalls:  not counted here (%.1f GB: run 'trace-collector report %s')\n", (double)st.st_size / 1e9, out);
+	else
+		report_stop_summary(out, f);
+	if (fclose(f) == 0 && text)
+		stop_out_line(so, text);
 }
 
-static int stop_merge(const char *dir, const char *out, bool compress)
+/* The output line, and where the rest is (the guest functions' perf command too when the
+ * merge said one). */
+static void stop_output_line(struct stop_out *so, const char *out)
+{
+	char line[2 * PATH_MAX + 128], data[PATH_MAX + 8];
+	struct stat st;
+
+	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(data, sizeof(data), "%s/data", out);
+		snprintf(line, sizeof(line), "output: %s (perf.data directory, data %.1f MB)\n", out,
+			 stat(data, &st) == 0 ? (double)st.st_size / 1e6 : 0.0);
+	} else {
+		snprintf(line, sizeof(line), "output: %s (%.1f MB)\n", out, stat(out, &st) == 0 ? (double)st.st_size / 1e6 : 0.0);
+	}
+	stop_out_line(so, line);
+	if (so->hint[0] && !so->verbose)
+		printf("%s\n", so->hint);
+	if (so->file && !so->verbose)
+		printf("details: %s (per CPU and per event type; 'trace-collector stop -v' prints them)\n", so->path);
+}
+
+static int stop_merge(struct stop_out *so, const char *dir, const char *out, bool compress)
 {
 	char why[PATH_MAX + 256] = "";
-	struct stat st;
+	off_t start = 0;
+	int saved = stop_out_capture(so, &start);
 	int r = stop_take_live(dir, out, compress);
 	uint64_t budget = 0;
 
@@ -182,6 +296,7 @@ static int stop_merge(const char *dir, const char *out, bool compress)
 		budget = stop_budget(dir, out, why, sizeof(why));
 		r = budget == 1 ? -EFBIG : merge_session(dir, out, compress, budget, stdout);
 	}
+	stop_out_release(so, saved, start);
 	if (r == -EFBIG) {
 		log_error("output not written: it does not fit (%s). Nothing collected is lost: the session is kept at "
 			  "%s; merge it where there is room with 'trace-collector merge %s -o OUT' (merge applies no "
@@ -194,27 +309,37 @@ static int stop_merge(const char *dir, const char *out, bool compress)
 		return 1;
 	}
 	session_ini_set(dir, "state", "merged");
-	stop_stalls(dir, out);
-	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
-		char data[PATH_MAX + 8];
-
-		snprintf(data, sizeof(data), "%s/data", out);
-		printf("output: %s (perf.data directory, data %.1f MB)\n", out,
-		       stat(data, &st) == 0 ? (double)st.st_size / 1e6 : 0.0);
-	} else {
-		printf("output: %s (%.1f MB)\n", out, stat(out, &st) == 0 ? (double)st.st_size / 1e6 : 0.0);
-	}
+	stop_stalls(so, dir, out);
+	stop_output_line(so, out);
 	return r > 0 ? 3 : 0; /* 3: written, but the guest clock is unaligned (said above) */
+}
+
+/* -v, --verbose: stop's own option, taken out before the status client's parser sees the rest. */
+static int stop_take_verbose(int argc, char **argv, bool *verbose)
+{
+	int n = 1;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
+			*verbose = true;
+		else
+			argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	return n;
 }
 
 static int stop_run(int argc, char **argv)
 {
 	const char *name = NULL, *run_dir = COLLECTOR_RUN_DIR, *out = NULL;
 	_cleanup_free_ char *reply = NULL;
+	struct stop_out so = { 0 };
 	char sock[PATH_MAX], dir[PATH_MAX] = "", path[PATH_MAX], *p;
-	bool compress = false;
-	int r = status_parse(argc, argv, &cmd_stop, &name, &run_dir, &out, &compress);
+	bool compress = false, verbose = false;
+	int r;
 
+	argc = stop_take_verbose(argc, argv, &verbose);
+	r = status_parse(argc, argv, &cmd_stop, &name, &run_dir, &out, &compress);
 	if (r)
 		return r > 0 ? 0 : 2;
 	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0) {
@@ -222,10 +347,13 @@ static int stop_run(int argc, char **argv)
 		return 1;
 	}
 	r = status_request(sock, "stop", &reply);
-	if (r >= 0)
-		stop_clock_first(reply);
-	fputs(reply ? reply : "", stdout);
-	fflush(stdout);
+	p = r >= 0 && reply ? strstr(reply, "session: ") : NULL;
+	if (p)
+		snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(p + 9, "\n"), p + 9);
+	if (!dir[0]) { /* an error, or a stop taken over: said as the daemon put it */
+		fputs(reply ? reply : "", stdout);
+		fflush(stdout);
+	}
 	if (r < 0) {
 		log_error("the daemon at %s did not answer the stop: %s", sock, strerror(-r));
 		stop_last_session(run_dir, name);
@@ -233,13 +361,17 @@ static int stop_run(int argc, char **argv)
 	}
 	if (reply && !strncmp(reply, "stop: " DAEMON_STOP_TAKEN_OVER, 6 + strlen(DAEMON_STOP_TAKEN_OVER)))
 		return 0; /* said; the later stop merges */
-	p = reply ? strstr(reply, "session: ") : NULL;
-	if (p)
-		snprintf(dir, sizeof(dir), "%.*s", (int)strcspn(p + 9, "\n"), p + 9);
 	if (!dir[0]) {
 		log_error("the daemon's stop reply names no session dir");
 		return 1;
 	}
+	stop_clock_first(reply);
+	so.verbose = verbose;
+	stop_out_open(&so, dir);
+	stop_out_daemon(&so, reply);
 	stop_output(dir, out, path, sizeof(path));
-	return stop_merge(dir, path, compress);
+	r = stop_merge(&so, dir, path, compress);
+	if (so.file)
+		fclose(so.file);
+	return r;
 }

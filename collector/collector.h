@@ -37,6 +37,24 @@ extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cm
 /* 0, 1 when written with the guest clock unaligned, or -errno; -EFBIG when the output would
  * take more than max_bytes (0: no limit), nothing written then. */
 int merge_session(const char *session_dir, const char *out, bool compress, uint64_t max_bytes, FILE *summary);
+/* stop-summary.c: stop's short summary. A list of problems on one line: the first
+ * SUMMARY_LIST_SHOWN items, then "and N more" (the full list is in the details). */
+#define SUMMARY_LIST_SHOWN 6
+struct summary_list {
+	const char *sep; /* between items: ", " or "; " */
+	char text[1536];
+	size_t len;
+	unsigned n; /* items added, shown or not */
+};
+void summary_list_add(struct summary_list *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The items shown and ", and N more"; "" when none. */
+const char *summary_list_str(struct summary_list *l);
+/* The merge's summary text (captured at stop) in two lines on out: "merged:" with what it
+ * dropped, and "warnings:" when any; hint gets its "guest user functions: perf ..." line. */
+void summary_merge_brief(const char *text, FILE *out, char *hint, size_t hintlen);
+/* The daemon's stop reply: the short summary, this line, then the full one (stop -v, and
+ * SESSION/stop-summary.txt). */
+#define DAEMON_SUMMARY_DETAILS "--- details (trace-collector stop -v) ---"
 /* The stop summary's stalls line for a merged file (collector/report/, cmd-report.c). */
 void report_stop_summary(const char *path, FILE *out);
 /* Whether the merge will line the guest's clock up with the host's: 1 yes, 0 no (why says why),

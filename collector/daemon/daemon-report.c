@@ -103,7 +103,147 @@ static void daemon_report_perf(const struct daemon *d, FILE *f)
 		gbinfetch_summary(d->gbin, f);
 }
 
-void daemon_report_summary(const struct daemon *d, FILE *f)
+/* The short summary's counts and lists of problems, from one pass over the CPUs. */
+struct brief {
+	struct summary_list lost, noend, noreport, cut, perf_lost, perf_missing, perf_noend;
+	uint64_t overrun, dropped, missed, transport, pages, fr;
+	uint64_t perf_samples_lost, perf_transport, perf_bad;
+	unsigned traced;
+};
+
+static void daemon_report_brief_cpu(const struct daemon *d, unsigned i, struct brief *b)
+{
+	const struct vt_cpu_stats *g;
+	struct spool_stats st;
+	uint64_t lost = 0, events;
+
+	if (d->cpu_missing[i])
+		return; /* named by d->s.missing_cpus */
+	spool_stats(d->spools[i], &st);
+	g = daemon_report_guest_stats(d, i, &st);
+	b->traced++, b->pages += st.pages, b->missed += st.missed_events, b->fr += st.fr_dropped;
+	if (g) {
+		lost = g->pages_sent > st.pages ? g->pages_sent - st.pages : 0;
+		b->overrun += g->overrun, b->dropped += g->dropped_events, b->transport += lost;
+		events = g->overrun + g->dropped_events;
+	} else {
+		events = st.missed_events;
+	}
+	if (events && lost)
+		summary_list_add(&b->lost, "cpu%u %llu events + %llu pages", i, (unsigned long long)events,
+				 (unsigned long long)lost);
+	else if (events || lost)
+		summary_list_add(&b->lost, "cpu%u %llu %s", i, (unsigned long long)(events ? events : lost),
+				 events ? "events" : "pages");
+	if (!st.ended)
+		summary_list_add(g ? &b->noend : &b->noreport, "cpu%u", i);
+	if (st.discarded)
+		summary_list_add(&b->cut, "cpu%u %llu", i, (unsigned long long)st.discarded);
+}
+
+static void daemon_report_brief_perf(const struct daemon *d, unsigned i, struct brief *b)
+{
+	unsigned k = SPOOL_INDEX(i, true);
+	struct spool_stats st;
+	uint64_t miss = 0;
+
+	if (d->cpu_missing[k]) {
+		summary_list_add(&b->perf_missing, "cpu%u", i);
+		return;
+	}
+	spool_stats(d->spools[k], &st);
+	if (st.ended)
+		miss = st.perf_end.bytes_sent > st.data_bytes ? st.perf_end.bytes_sent - st.data_bytes : 0;
+	else
+		summary_list_add(&b->perf_noend, "cpu%u", i);
+	if (st.lost || miss || st.bad_pages)
+		summary_list_add(&b->perf_lost, "cpu%u %llu samples + %llu bytes", i, (unsigned long long)st.lost,
+				 (unsigned long long)(miss + st.bad_pages));
+	b->perf_samples_lost += st.lost, b->perf_transport += miss, b->perf_bad += st.bad_pages;
+	b->fr += st.fr_dropped;
+}
+
+static void daemon_report_brief_losses(const struct daemon *d, struct brief *b, FILE *f)
+{
+	fprintf(f, "losses: ring overrun %llu events, ring dropped %llu events, ring missed-events %llu "
+		   "(counted in page headers), transport %llu pages%s", (unsigned long long)b->overrun, (unsigned long long)b->dropped,
+		(unsigned long long)b->missed, (unsigned long long)b->transport,
+		b->noreport.n ? " (some CPUs unknown: the guest never reported)" : "");
+	if (b->lost.n)
+		fprintf(f, "; by CPU: %s", summary_list_str(&b->lost));
+	if (d->o->perf.events)
+		fprintf(f, "; guest perf: %llu samples lost in the guest, %llu bytes in transport%s%s",
+			(unsigned long long)b->perf_samples_lost, (unsigned long long)(b->perf_transport + b->perf_bad),
+			b->perf_lost.n ? ": " : "", summary_list_str(&b->perf_lost));
+	fputc('\n', f);
+}
+
+/* One line for what is missing (CPUs not traced, no end marker, binaries not sent), one for
+ * what was cut (a disk bound, bytes dropped after the stop, the flight recorder, the fetch). */
+static void daemon_report_brief_gaps(const struct daemon *d, struct brief *b, FILE *f)
+{
+	struct summary_list gaps = { .sep = "; " }, cut = { .sep = "; " };
+	unsigned not_sent = 0, gcut = 0;
+	const char *why = "";
+
+	if (d->s.missing_cpus[0])
+		summary_list_add(&gaps, "NOT TRACED: guest CPUs %s (start --allow-partial)", d->s.missing_cpus);
+	if (b->noreport.n)
+		summary_list_add(&gaps, "no end marker and no stop report, shortfall unknown: %s", summary_list_str(&b->noreport));
+	if (b->noend.n)
+		summary_list_add(&gaps, "no end marker: %s", summary_list_str(&b->noend));
+	if (b->perf_missing.n)
+		summary_list_add(&gaps, "guest perf NOT COLLECTED: %s", summary_list_str(&b->perf_missing));
+	if (b->perf_noend.n)
+		summary_list_add(&gaps, "guest perf without an end marker (shortfall unknown): %s",
+				 summary_list_str(&b->perf_noend));
+	if (d->gbin)
+		gbinfetch_missing(d->gbin, &not_sent, &gcut, &why);
+	if (not_sent)
+		summary_list_add(&gaps, "guest binaries: %u not sent (their functions stay unnamed)", not_sent);
+	if (gaps.n)
+		fprintf(f, "missing: %s\n", summary_list_str(&gaps));
+	if (b->cut.n)
+		summary_list_add(&cut, "bytes dropped by the host after the stop/limit: %s", summary_list_str(&b->cut));
+	if (b->fr)
+		summary_list_add(&cut, "flight recorder: the oldest %.1f MiB dropped, the newest kept", (double)b->fr / 1048576.0);
+	if (gcut)
+		summary_list_add(&cut, "guest binaries: %u CUT: %s", gcut, why);
+	if (d->disk_cut[0] || cut.n)
+		fprintf(f, "%s%s%s\n", d->disk_cut[0] ? d->disk_cut : "cut: ", d->disk_cut[0] && cut.n ? "; " : "",
+			summary_list_str(&cut));
+}
+
+/* The short summary, a dozen lines whatever the number of CPUs: counts, and each kind of
+ * problem on one line naming the CPUs (the first few, then how many more). */
+static void daemon_report_brief(const struct daemon *d, FILE *f)
+{
+	struct brief b = { .lost = { .sep = ", " }, .noend = { .sep = ", " }, .noreport = { .sep = ", " },
+			   .cut = { .sep = ", " }, .perf_lost = { .sep = ", " }, .perf_missing = { .sep = ", " },
+			   .perf_noend = { .sep = ", " } };
+	char buf[512];
+
+	for (unsigned i = 0; i < d->s.ncpus; i++) {
+		daemon_report_brief_cpu(d, i, &b);
+		if (d->o->perf.events)
+			daemon_report_brief_perf(d, i, &b);
+	}
+	clocksync_describe(&d->clk, d->s.clock_method, buf, sizeof(buf));
+	fprintf(f, "session: %s\nstopped: %s after %.1f s; %u of %u vCPUs traced, %llu pages (%.1f MiB)\n"
+		   "clock: %s%s\n", d->s.dir, d->s.stop_reason,
+		(double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9, b.traced, d->s.ncpus,
+		(unsigned long long)b.pages, (double)b.pages * d->s.page_size / 1048576.0, buf,
+		d->clk.written ? " (clock.ini)" : d->clk.fitted || !strcmp(d->s.clock_method, "kvm") ? " (clock.ini NOT written)" : "");
+	daemon_report_brief_losses(d, &b, f);
+	daemon_report_brief_gaps(d, &b, f);
+	if (d->perf)
+		fprintf(f, "host perf: %s\n", hostperf_state(d->perf, buf, sizeof(buf)));
+	else
+		fprintf(f, "host perf: %s\n", d->o->host_data[0] ? d->o->host_data : "none (--no-host)");
+}
+
+/* The full summary: a line per CPU and per guest perf stream (stop -v). */
+static void daemon_report_full(const struct daemon *d, FILE *f)
 {
 	uint64_t overrun = 0, dropped = 0, transport = 0, missed = 0, pages = 0, unknown = 0;
 	struct spool_stats st;
@@ -158,6 +298,14 @@ void daemon_report_summary(const struct daemon *d, FILE *f)
 	else
 		fprintf(f, "host perf: %s\n", d->o->host_data[0] ? d->o->host_data : "none (--no-host)");
 	daemon_disk_summary(d, f);
+}
+
+/* The short summary, then DAEMON_SUMMARY_DETAILS and the full one (stop -v). */
+void daemon_report_summary(const struct daemon *d, FILE *f)
+{
+	daemon_report_brief(d, f);
+	fprintf(f, "%s\n", DAEMON_SUMMARY_DETAILS);
+	daemon_report_full(d, f);
 }
 
 void daemon_status(struct daemon *d, char *buf, size_t size)

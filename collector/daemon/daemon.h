@@ -238,5 +238,7 @@ void daemon_disk_summary(const struct daemon *d, FILE *f);
 /* ---- daemon-report.c ---- */
 /* SESSION/agent-stats.ini from the STOPPED frame's per-CPU stats. */
 void daemon_report_agent_stats(const struct daemon *d);
-/* The summary printed by stop (and logged): per CPU pages, losses, clock, host perf. */
+/* The summary printed by stop (and logged): the short one (a dozen lines, each kind of problem
+ * on one line), DAEMON_SUMMARY_DETAILS, then the full one (per CPU pages, losses, clock, host
+ * perf). */
 void daemon_report_summary(const struct daemon *d, FILE *f);

@@ -229,6 +229,13 @@ void gbinfetch_summary(const struct gbinfetch *f, FILE *out)
 			"progress (the agent sends 4 MiB chunks)\n", f->short_replies, GBIN_MIN_CHUNK >> 10);
 }
 
+void gbinfetch_missing(const struct gbinfetch *f, unsigned *not_sent, unsigned *cut, const char **cut_why)
+{
+	*not_sent = f->failed;
+	*cut = f->cut;
+	*cut_why = f->cut_why;
+}
+
 /* The fetch gave up (status "cut:..." with why, or "refused:agent-gone"): the files fetched
  * stay, the rest is listed with status. */
 void gbinfetch_abort(struct gbinfetch *f, const char *status, const char *why)

@@ -22,4 +22,6 @@ bool gbinfetch_progress(const struct gbinfetch *f);
 /* Ends the fetch: the rest listed with status ("cut:WHAT", said with why in the summary). */
 void gbinfetch_abort(struct gbinfetch *f, const char *status, const char *why);
 void gbinfetch_summary(const struct gbinfetch *f, FILE *out);
+/* What the fetch did not bring: binaries not sent, binaries cut (and why, "" when none). */
+void gbinfetch_missing(const struct gbinfetch *f, unsigned *not_sent, unsigned *cut, const char **cut_why);
 void gbinfetch_free(struct gbinfetch *f);

@@ -87,9 +87,9 @@ e2e_vcpu_tids() { # QPID [NCPUS]
 	done
 }
 
-# e2e_stop_end OUT: stop into OUT (its output in $sum, printed), then the guest powers off.
+# e2e_stop_end OUT [ARGS]: stop into OUT (its output in $sum, printed), then the guest powers off.
 e2e_stop_end() {
-	sum=$(e2e_stop -o "$1" 2>&1)
+	sum=$(e2e_stop -o "$1" "${@:2}" 2>&1)
 	check "stop exits 0" test $? -eq 0
 	echo "$sum"
 	check "guest powers off cleanly" e2e_end

@@ -57,7 +57,7 @@ check_out "snapshot: every CPU answered FLUSH (collector.log)" 'snapshot: every 
 check_out "snapshot: says the host recording comes at stop only" '^host: none \(without --flight-recorder' echo "$psum"
 check "snapshot: all 100 markers, in order" e2e_markers "$T/plain-snap.data" 100
 check "snapshot: perf reads it without a warning" e2e_no_warnings "$T/plain-snap.data" "$psum"
-sum=$(e2e_stop -o "$T/plain.data" 2>&1)
+sum=$(e2e_stop -v -o "$T/plain.data" 2>&1) # -v: the per-CPU lines pages_accounted reads
 check "stop after the snapshot exits 0" test $? -eq 0
 check "stop: all 100 markers" e2e_markers "$T/plain.data" 100
 check "stop: host and guest interleaved" e2e_interleaved "$T/plain.data"
@@ -100,7 +100,7 @@ e2e_say bgstop
 check "flood stopped" e2e_wait '^vt-e2e: bgflood stopped' 30
 e2e_say "slow 50 2000"
 check "guest: 50 newest markers" e2e_wait '^vt-e2e: slow done 50 status 0' 60
-sum=$(e2e_stop -o "$out" 2>&1)
+sum=$(e2e_stop -v -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"
 check_out "stop summary: per CPU, the oldest MiB dropped" '^cpu[01]: .*flight recorder: the oldest [0-9.]+ MiB dropped' echo "$sum"

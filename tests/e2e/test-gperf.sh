@@ -34,7 +34,7 @@ check_out "auto trace clock with guest perf: mono beside hpet (events and sample
 	cat "$(e2e_session)/session.ini"
 check "guest: vt-spin on each vCPU for 1.5 s" e2e_spin 1500
 check "guest: a flood of marker lines (the agent streams them through virtio_console and virtio_ring, modules)" gperf_flood 100000 5000
-sum=$(e2e_stop -o "$out" 2>&1)
+sum=$(e2e_stop -v -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"
 check "agent: the perf rings went by vmsplice, no copy through user space (no write() fallback in its log)" \
@@ -119,7 +119,7 @@ for _ in $(seq 100); do
 done
 check "the live output grows while tracing (over 256 KiB before stop)" test "$grown" = 1
 check "guest: 100 numbered markers" e2e_run 100
-lsum=$(e2e_stop -o "$T/lv.data" 2>&1)
+lsum=$(e2e_stop -v -o "$T/lv.data" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$lsum"
 check_out "stop hands out the live merge" '^  live: +merged while tracing' echo "$lsum"
@@ -165,7 +165,7 @@ for _ in 1 2 3 4; do du=$(perf_du "$fsess"); [ "$du" -gt "$max" ] && max=$du; sl
 # Per CPU: the window, the cut's step (max(1 MiB, window / 8)), one 512 KiB block, the partial tail, the begin page.
 pbound=$((2 * (FR + (1 << 20) + (512 << 10) + 2 * 4096)))
 check "perf spools on disk stayed within the bound: max $max bytes (<= $pbound)" test "$max" -le "$pbound"
-fsum=$(e2e_stop -o "$T/fr.data" 2>&1)
+fsum=$(e2e_stop -v -o "$T/fr.data" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$fsum"
 check_out "merge summary: the oldest guest perf records dropped by the flight recorder" 'oldest guest perf records dropped by the flight recorder .*: [1-9]' echo "$fsum"
@@ -182,7 +182,7 @@ check "the oldest samples are gone: the first vt-spin sample kept (${first:-none
 # 2: the ring overflows; LOST reaches perf.
 check_out "start --guest-perf --guest-perf-kb 8 --trust-guest-binaries" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf --guest-perf-kb 8 --trust-guest-binaries
 check "guest: vt-spin at SCHED_FIFO for 2 s" e2e_spin "2000 f"
-sum=$(e2e_stop -o "$out" 2>&1)
+sum=$(e2e_stop -v -o "$out" 2>&1)
 check "stop exits 0" test $? -eq 0
 echo "$sum"
 check "guest powers off cleanly" e2e_end

@@ -177,7 +177,7 @@ echo "$st"
 check_out "status: pages arrived" '^cpu[01] +[1-9][0-9]* +[1-9]' echo "$st"
 check_out "status: host perf running" '^host perf: running' echo "$st"
 out=$T/out.data
-sum=$(e2e_stop -o "$out" 2>&1)
+sum=$(e2e_stop -v -o "$out" 2>&1)
 stop_st=$?
 echo "$sum"
 check "stop exits 0" test "$stop_st" -eq 0

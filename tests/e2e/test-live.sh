@@ -60,7 +60,7 @@ check "snapshot: perf script/report: no warnings" e2e_no_warnings "$sd/snap.data
 [ "$sd" != "$T" ] && rm -rf "$sd"
 check "snapshot: nothing left in the session dir" bash -c '! ls -d "$1"/snapshot-* 2>/dev/null' _ "$sess"
 check_out "the session still traces after the snapshot" '^state: tracing' e2e_status
-timed sum stop e2e_stop -o "$out"
+timed sum stop e2e_stop -v -o "$out"
 check_out "stop hands out the live merge" '^  live: +merged while tracing' echo "$sum"
 check_out "collector.log: the follower finished" 'live merge: done' cat "$sess/collector.log"
 check "all 300 markers once, in order" e2e_markers "$out" 300
@@ -86,7 +86,7 @@ done
 check "the follower runs" test -n "$follower"
 kill -9 "$follower" 2>/dev/null
 check "guest: 200 numbered markers" e2e_run 200
-sum2=$(e2e_stop -o "$T/out2.data" 2>&1)
+sum2=$(e2e_stop -v -o "$T/out2.data" 2>&1)
 check "stop exits 0 after the follower died" test $? -eq 0
 echo "$sum2"
 check "stop merged offline (no live line)" bash -c '! grep -q "^  live:" <<<"$1"' _ "$sum2"

@@ -53,7 +53,7 @@ for b in $(seq "$boots"); do
 		ok_starts=$((ok_starts + 1)) runs=$((runs + 1))
 		e2e_say "run 20"
 		sleep 0.3
-		sum=$(timeout 120 "$TRACE_COLLECTOR" stop --name vtA --run-dir "$RUN" -o "$T/a.data" 2>&1)
+		sum=$(timeout 120 "$TRACE_COLLECTOR" stop -v --name vtA --run-dir "$RUN" -o "$T/a.data" 2>&1)
 		st=$?
 		if [ $st -ne 0 ] || ! grep -Eq '^cpu1: ([0-9]+) pages .* guest sent \1, 0 lost' <<<"$sum"; then
 			bad_stops=$((bad_stops + 1)); fail "boot $b cycle $c: stop ($st): $(tail -n 5 <<<"$sum")"

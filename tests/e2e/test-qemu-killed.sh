@@ -24,7 +24,7 @@ BOOT_PID=
 # The daemon ends the session by itself (QEMU gone) and waits for stop to collect the summary.
 for _ in $(seq 100); do e2e_status 2>/dev/null | grep -q '^state: stopped' && break; sleep 0.2; done
 check_out "status: the session ended by itself, and says why" '^(state: stopped|stopped: QEMU gone)' e2e_status
-sum=$(e2e_stop -o "$T/out.data" 2>&1)
+sum=$(e2e_stop -v -o "$T/out.data" 2>&1)
 st=$?
 echo "$sum"
 check "stop exits 0 (a usable file)" test "$st" -eq 0

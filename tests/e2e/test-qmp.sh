@@ -28,7 +28,7 @@ check_out "setup --qmp says what it did" 'QMP .*: 11 devices and chardevs added,
 check "the agent found the hot-plugged control port" e2e_wait 'trace-agent: waiting for the host' 30
 check_out "start on the hot-plugged ports" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512
 check "guest workload ($n lines)" e2e_run "$n"
-sum=$(e2e_stop -o "$out" 2>&1); st=$?
+sum=$(e2e_stop -v -o "$out" 2>&1); st=$?
 echo "$sum"
 check "stop exits 0" test $st -eq 0
 for c in 0 1; do

@@ -53,7 +53,7 @@ vcpus16() {
 	check_out "start: every CPU streams" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --buffer-kb 256 $AGENT_EVENTS
 	check "guest workload ($n lines over 16 CPUs)" e2e_run "$n"
 	check "status names no CPU missing" bash -c '! grep -q "NOT TRACED" <<<"$1"' _ "$(e2e_status)"
-	sum=$(e2e_stop -o "$out" 2>&1)
+	sum=$(e2e_stop -v -o "$out" 2>&1)
 	check "stop exits 0" test $? -eq 0
 	echo "$sum"
 	check "guest powers off cleanly" e2e_end
@@ -81,7 +81,7 @@ partial() {
 	check_out "start --allow-partial goes on" "^$VM/sessions/" echo "$sess"
 	check_out "status names the CPU not traced" '^cpu2 +NOT TRACED' e2e_status
 	check "guest workload ($n lines over 3 CPUs)" e2e_run "$n"
-	e2e_stop_end "$out"
+	e2e_stop_end "$out" -v
 	check_out "summary: cpu2 NOT TRACED" '^cpu2: NOT TRACED' echo "$sum"
 	check_out "summary: the missing CPUs named" '^NOT TRACED: guest CPUs 2 ' echo "$sum"
 	check_out "merge summary: the missing CPUs named" 'NOT TRACED: guest CPUs 2 ' echo "$sum"
@@ -97,7 +97,7 @@ flood() {
 	check_out "start with a 16 KiB ring" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --buffer-kb 16 --no-host
 	check "guest flood (200000 lines, 100000 per CPU)" e2e_say "flood 200000 100000"
 	check "flood done" e2e_wait '^vt-e2e: flood done 200000 status 0' 200
-	sum=$(e2e_stop -o "$out" 2>&1)
+	sum=$(e2e_stop -v -o "$out" 2>&1)
 	check "stop exits 0" test $? -eq 0
 	echo "$sum"
 	check "guest powers off cleanly" e2e_end
@@ -127,7 +127,7 @@ onectl() {
 	sess=$(e2e_start -e 'sched:sched_switch' --allow-partial $AGENT_EVENTS)
 	check_out "start --allow-partial goes on without cpus $lost" "^$VM/sessions/" echo "$sess"
 	check "guest workload" e2e_run 160
-	check_out "stop names them" "^NOT TRACED: guest CPUs $lost " e2e_stop -o "$out"
+	check_out "stop names them, in the short summary" "^missing: NOT TRACED: guest CPUs $lost " e2e_stop -o "$out"
 	check_out "session.ini names them" "^missing_cpus=$lost\$" cat "$sess/session.ini"
 	check "guest powers off cleanly" e2e_end
 }
@@ -149,7 +149,7 @@ burst_session() { # FLUSH_SEC OUT NTH: slow markers, a quiet spell, a burst; pri
 	e2e_say "slow 200 5000" && wait_nth '^vt-e2e: slow done 200 status 0' "$3" 60 || return 1
 	sleep 1.5
 	e2e_say "burst 400000 200000" && wait_nth '^vt-e2e: burst done 400000 status 0' "$3" 120 || return 1
-	e2e_stop -o "$2" 2>&1 | grep -E '^(losses|cpu[0-9]|  output)' >&2
+	e2e_stop -v -o "$2" 2>&1 | grep -E '^(losses|cpu[0-9]|  output)' >&2
 	"$PERF" script -i "$2" -F trace 2>/dev/null | grep -c 'vt-e2e slow '
 }
 
@@ -175,7 +175,7 @@ flush_kmem() {
 	sess=$(e2e_start -e 'kmem:kmalloc,kmem:kfree,sched:sched_switch' --no-host)
 	check_out "start tracing kmem on an idle guest" "^$VM/sessions/" echo "$sess"
 	sleep 3
-	sum=$(e2e_stop -o "$T/kmem.data" 2>&1)
+	sum=$(e2e_stop -v -o "$T/kmem.data" 2>&1)
 	check "stop exits 0" test $? -eq 0
 	pages=$(sed -n 's/^pages: \([0-9]*\) in total/\1/p' <<<"$sum")
 	check "the 1 s flush does not feed on its own kmem events: ${pages:-?} pages in 3 s (< 1000)" \
@@ -210,7 +210,7 @@ coarse_clock_perf() {
 	psess=$(e2e_start -e 'sched:sched_switch' --clock ptp --guest-perf)
 	check_out "start --guest-perf on the jiffies guest" "^$VM/sessions/" echo "$psess"
 	check "guest: vt-spin on each vCPU for 1.5 s" e2e_spin 1500
-	psum=$(e2e_stop -o "$pout" 2>&1)
+	psum=$(e2e_stop -v -o "$pout" 2>&1)
 	check "stop exits 0 (both clocks aligned)" test $? -eq 0
 	echo "$psum"
 	check_out "events traced with x86-tsc" '^guest_clock=x86-tsc$' cat "$psess/session.ini"
@@ -230,7 +230,7 @@ coarse_clock() {
 	check_out "start" "^$VM/sessions/" echo "$sess"
 	check "guest workload ($n lines)" e2e_run "$n"
 	sleep 2 # hold-out probes
-	sum=$(e2e_stop -o "$out" 2>&1)
+	sum=$(e2e_stop -v -o "$out" 2>&1)
 	check "stop exits 0 (the clock aligned)" test $? -eq 0
 	echo "$sum"
 	coarse_clock_perf

@@ -29,7 +29,7 @@ d=open(sys.argv[1],"rb").read(); i=d.find(struct.pack("<Q",0x4B52414D54524956));
 done
 check_out "start (session 2)" "^$VM/sessions/" e2e_start -e 'sched,irq'
 check "guest workload (80 lines)" e2e_run 80
-sum=$(e2e_stop -o "$T/two.data" 2>&1)
+sum=$(e2e_stop -v -o "$T/two.data" 2>&1)
 echo "$sum"
 check_out "session 2: all pages arrived, 0 lost" '^losses: ring overrun 0 events, ring dropped 0 events, ring missed-events 0 .*, transport 0 pages$' echo "$sum"
 for c in 0 1; do

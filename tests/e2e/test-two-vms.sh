@@ -30,7 +30,7 @@ for v in A B; do
 done
 for v in A B; do
 	vm_use $v
-	sum=$(e2e_stop -o "$T/$v.data" 2>&1)
+	sum=$(e2e_stop -v -o "$T/$v.data" 2>&1)
 	check "stop $v exits 0" test $? -eq 0
 	echo "$sum"
 	check_out "$v: summary names its own QEMU" "vm pid: ${QPID[$v]}\$" echo "$sum"

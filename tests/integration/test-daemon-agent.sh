@@ -89,8 +89,8 @@ for c in $(seq 0 $((NCPU - 1))); do
 	r=$(spool_check "$S/cpu$c.spool" "$sid")
 	check "cpu$c.spool: begin marker first, $sent pages (= pages_sent), end marker ($r)" \
 		test "$r" = "pages=$sent end=1 stale=0"
-	grep -Eq "^cpu$c: $sent pages .*guest sent $sent, 0 lost in transport; ring overrun 0, dropped 0" <<<"$out" &&
-		ok "stop summary cpu$c: $sent pages, no loss" || fail "stop summary cpu$c: $out"
+	grep -Eq "^cpu$c: $sent pages .*guest sent $sent, 0 lost in transport; ring overrun 0, dropped 0" "$S/stop-summary.txt" &&
+		ok "stop-summary.txt cpu$c: $sent pages, no loss" || fail "stop-summary.txt cpu$c: $(cat "$S/stop-summary.txt")"
 	check "agent-stats cpu$c error=0" test "$(agent_stat "$S" $c error)" = 0
 	read_sum=$((read_sum + $(agent_stat "$S" $c read_events)))
 done

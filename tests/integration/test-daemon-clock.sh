@@ -27,7 +27,7 @@ check_out "ptp: clock.ini written by the daemon" '^method=ptp$' cat "$S/clock.in
 check_out "ptp: clock.ini sample count" "^samples=$n\$" cat "$S/clock.ini"
 check "ptp: session.ini clock_samples" test "$(ini "$S" clock_samples)" = "$n"
 check "ptp: session.ini clock_error_bound_ns = clock.ini's" test "$(ini "$S" clock_error_bound_ns)" = "$(sed -n 's/^error_bound_ns=//p' "$S/clock.ini")"
-check_out "ptp: the merge applies it (not recovered)" 'clock: +aligned \(ptp, [0-9]+ segments, '"$n"' samples, error bound [0-9]+ ns\)$' echo "$out"
+check_out "ptp: the merge applies it (not recovered; stop-summary.txt)" 'clock: +aligned \(ptp, [0-9]+ segments, '"$n"' samples, error bound [0-9]+ ns\)$' cat "$S/stop-summary.txt"
 check "ptp: --probe-interval out of range refused" bash -c "! '$TRACE_COLLECTOR' start --name x --dir '$VMDIR' --probe-interval 0.01 2>/dev/null"
 
 # --- kvm on the fixture tree

@@ -40,8 +40,15 @@ wait_for 5 bash -c "! kill -0 $watch_pid 2>/dev/null"
 check "status --watch ends with the session" bash -c "! kill -0 $watch_pid 2>/dev/null && wait $watch_pid 2>/dev/null; true"
 check_out "status --watch says the session ended" "the session ended .*'trace-collector stop' writes its perf.data" cat "$T/watch.out"
 kill "$watch_pid" 2>/dev/null
-grep -Eq '^cpu0: 100 pages .*guest sent 100, 0 lost in transport' <<<"$out" && ok "stop summary: cpu0 pages, no transport loss" || fail "stop summary: $out"
-grep -q '^losses: ring overrun 14 events' <<<"$out" && ok "stop summary: ring losses by kind" || fail "losses line: $out"
+grep -Eq '^cpu0: 100 pages .*guest sent 100, 0 lost in transport' "$S/stop-summary.txt" &&
+	ok "stop-summary.txt: cpu0 pages, no transport loss" || fail "stop-summary.txt: $(cat "$S/stop-summary.txt")"
+grep -q '^losses: ring overrun 14 events.*; by CPU: cpu0 7 events, cpu1 7 events$' <<<"$out" &&
+	ok "stop summary: ring losses by kind, and by CPU on the same line" || fail "losses line: $out"
+! grep -Eq '^cpu[0-9]+: ' <<<"$out" && ok "stop summary: no per-CPU lines (they are in stop-summary.txt)" || fail "per-CPU lines: $out"
+grep -q '^merged: 0 host samples, [1-9][0-9]* guest samples of 1 event type ' <<<"$out" &&
+	ok "stop summary: what the merge wrote, one line" || fail "merged line: $out"
+check_out "stop-summary.txt: the merge's per-event-type count" '^ +guest_fake:tick [1-9][0-9]*$' cat "$S/stop-summary.txt"
+check "stop summary: the details' place named" grep -qF "details: $S/stop-summary.txt" <<<"$out"
 grep -q "^output: $T/out.data" <<<"$out" && ok "stop merged into $T/out.data" || fail "merge output line: $out"
 check "session.ini state=merged" test "$(ini "$S" state)" = merged
 n=$(perf script -i "$T/out.data" -F event 2>"$T/perf.err" | grep -c 'guest_fake:tick')
@@ -84,6 +91,7 @@ out=$(start --no-host --clock ptp 2>&1); rc=$?
 check "a new start after stop works" test $rc -eq 0
 S2=$(tail -n 1 <<<"$out")
 check "new session dir" test "$S2" != "$S" -a -f "$S2/session.ini"
-out=$(stop 2>&1)
-grep -Eq '^cpu1: 100 pages .*0 lost in transport' <<<"$out" && ok "second session complete" || fail "second session: $out"
+out=$(stop -v 2>&1)
+grep -Eq '^cpu1: 100 pages .*0 lost in transport' <<<"$out" && ok "second session complete (stop -v: per CPU)" || fail "second session: $out"
+grep -Eq '^ +guest_fake:tick [1-9][0-9]*$' <<<"$out" && ok "stop -v: the per-event-type counts" || fail "stop -v: $out"
 finish

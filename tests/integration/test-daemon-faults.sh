@@ -50,8 +50,10 @@ fake_guest --dir "$VMDIR" --cpus 2 --pages 20 --mode mute-stop
 out=$(start --no-host --timeout 2 2>&1); S=$(tail -n 1 <<<"$out")
 out=$(stop 2>&1); rc=$?
 check "stop with a mute guest succeeds" test $rc -eq 0
-grep -Eq '^cpu0: 20 pages .*no end marker and no stop report: shortfall unknown' <<<"$out" &&
+grep -Eq '^missing: .*no end marker and no stop report, shortfall unknown: cpu0' <<<"$out" &&
 	ok "mute guest: shortfall stated" || fail "mute summary: $out"
+grep -Eq '^cpu0: 20 pages .*no end marker and no stop report: shortfall unknown' "$S/stop-summary.txt" &&
+	ok "mute guest: stop-summary.txt per CPU" || fail "mute details: $(cat "$S/stop-summary.txt")"
 check "mute guest: what arrived is still merged" test "$(ini "$S" state)" = merged
 check "mute guest: merged file readable by perf" bash -c "perf script -i '$T/out.data' 2>/dev/null | grep -q guest_fake:tick"
 grep -q "did not finish within 2 s" "$S/collector.log" && ok "log says the agent did not finish" || fail "log: $(cat "$S/collector.log")"
@@ -112,7 +114,9 @@ total=$(cat "$S"/cpu*.spool | wc -c)
 check "spools bounded near the limit ($total bytes)" test "$total" -lt $((256 * 1024 + 2 * 65536 + 8192))
 out=$(stop 2>&1)
 grep -q '^stopped: --max-size 262144 bytes reached' <<<"$out" && ok "summary says max-size" || fail "max-size: $out"
-grep -Eq '^cpu0: .*bytes dropped by the host after the stop/limit' <<<"$out" && ok "summary counts dropped bytes" || fail "dropped: $out"
+grep -Eq '^cut: .*bytes dropped by the host after the stop/limit: (cpu[0-9]+ [0-9]+, )*cpu0 [0-9]+' <<<"$out" && ok "summary counts dropped bytes" || fail "dropped: $out"
+grep -Eq '^cpu0: .*bytes dropped by the host after the stop/limit' "$S/stop-summary.txt" && ok "stop-summary.txt counts them per CPU" ||
+	fail "dropped details: $(cat "$S/stop-summary.txt")"
 kill -9 "$FG_PID"; FG_PID=
 
 # Disk full: a 1 MiB tmpfs as the VM dir, the disk budget off (--max-size none --min-free 0;

@@ -42,8 +42,8 @@ S=$(session "$out")
 wait_for 10 status_has 'cpu1 +20 '
 out=$(stop 2>&1); rc=$?
 check "stop succeeds" test $rc -eq 0
-grep -q 'guest binaries: 2 that user-mode samples ran in: 2 fetched' <<<"$out" && ok "both binaries fetched" ||
-	fail "fetch: $out"
+grep -q 'guest binaries: 2 that user-mode samples ran in: 2 fetched' "$S/stop-summary.txt" && ok "both binaries fetched" ||
+	fail "fetch: $(cat "$S/stop-summary.txt")"
 grep -q '1 REFUSED: their build-id is the host' <<<"$out" && ok "the one with bash's build-id refused, said" ||
 	fail "refusal: $out"
 cmd="perf --buildid-dir $OUT/buildids report -i $OUT"
@@ -107,12 +107,13 @@ out=$(cat "$T/stop.out")
 check "stop ends against a trickling guest" test $rc -eq 0
 grep -q 'CUT: no progress from the agent within 2 s' <<<"$out" && ok "the summary says why the fetch was cut" ||
 	fail "trickle summary: $out"
-grep -q 'replies shorter than 64 KiB that were no file.s end' <<<"$out" && ok "the short replies are counted" ||
-	fail "short replies: $out"
+grep -q 'replies shorter than 64 KiB that were no file.s end' "$S/stop-summary.txt" && ok "the short replies are counted" ||
+	fail "short replies: $(cat "$S/stop-summary.txt")"
 grep -q "^$honest cut:no-progress /usr/bin/tool" "$S/binaries/index" && ok "index: cut:no-progress" ||
 	fail "index: $(cat "$S/binaries/index")"
 check "no .part file left" bash -c "! ls '$S/binaries/' | grep -q part"
-grep -q '1 cut' <<<"$out" && ok "the merge counts the cut binary" || fail "merge cut: $out"
+grep -q '^  guest binaries: .*1 cut' "$S/stop-summary.txt" && ok "the merge counts the cut binary" ||
+	fail "merge cut: $(cat "$S/stop-summary.txt")"
 
 # ---- 4. a second stop, then SIGTERM, end a trickling fetch at once ----
 out=$(start --guest-perf --no-host --timeout 60 2>&1)

@@ -12,8 +12,8 @@ check "qemu_pid found from the socket peer" test "$(ini "$S" qemu_pid)" = "$FG_P
 wait_for 10 status_has 'cpu1 *60 '
 check_out "status over sockets" '^cpu1 +60 ' status
 sid=$(ini "$S" session_id)
-out=$(stop 2>&1)
-grep -Eq '^cpu1: 60 pages .*guest sent 60, 0 lost in transport' <<<"$out" && ok "socket cycle summary" || fail "socket summary: $out"
+out=$(stop -v 2>&1)
+grep -Eq '^cpu1: 60 pages .*guest sent 60, 0 lost in transport' <<<"$out" && ok "socket cycle summary (stop -v)" || fail "socket summary: $out"
 r=$(spool_check "$S/cpu0.spool" "$sid")
 grep -q 'pages=60 end=1' <<<"$r" && ok "cpu0.spool over a socket ($r)" || fail "cpu0.spool: $r"
 
@@ -32,6 +32,8 @@ check "daemon reconnects to the new QEMU" wait_for 10 grep -q 'agent-ctl-path re
 out=$(stop 2>&1); rc=$?
 check "stop after QEMU gone succeeds" test $rc -eq 0
 grep -q '^stopped: QEMU gone' <<<"$out" && ok "summary names the reason" || fail "reason: $out"
-grep -Eq '^cpu0: 60 pages .*no end marker and no stop report: shortfall unknown' <<<"$out" &&
+grep -Eq '^missing: .*no end marker and no stop report, shortfall unknown: cpu0, cpu1' <<<"$out" &&
 	ok "summary states the shortfall" || fail "shortfall: $out"
+grep -Eq '^cpu0: 60 pages .*no end marker and no stop report: shortfall unknown' "$S/stop-summary.txt" &&
+	ok "stop-summary.txt states it per CPU" || fail "shortfall: $(cat "$S/stop-summary.txt")"
 finish
