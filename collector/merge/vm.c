@@ -58,8 +58,12 @@ static int vm_load_guest(struct merge_vm *vm)
 		return r;
 	}
 	if (r < 0) {
+		char name[sizeof(vm->guest.vm_name)];
+
 		log_warn("--guest %s: guest data not usable, this VM is left out: %s", vm->dir, why);
+		memcpy(name, vm->guest.vm_name, sizeof(name));
 		merge_guest_free(&vm->guest);
+		memcpy(vm->guest.vm_name, name, sizeof(name)); /* named in the summary */
 	}
 	return 0;
 }

@@ -52,6 +52,13 @@ check_out "... with their QEMU pids" '^vm2.machine_pid=27702$' cat "$W/A/merge.i
 check "merge SESSION_DIR --guest DIR OUT (OUT without -o)" tc merge "$W/A" --guest "$W/B" --host-data "$W/host.data" "$W/pos.data"
 check "... the same file as with -o" cmp -s <(vm_events "$W/pos.data") <(vm_events "$W/three.data" | grep -v '^27702 ')
 
+# a session whose guest data is unusable (no event formats): left out, said, the others merged
+mkdir "$W/D" && sed 's/^qemu_pid=.*/qemu_pid=27703/; s/^vm=.*/vm=D/' "$W/A/session.ini" >"$W/D/session.ini"
+dsum=$(tc merge "$W/A" --guest "$W/D" --guest "$W/B" --host-data "$W/host.data" -o "$W/left.data" 2>&1)
+check "an unusable --guest: the merge goes on (exit 0)" test $? -eq 0
+check_out "... and says it is left out" '== vm D \(.*/D\): LEFT OUT' echo "$dsum"
+check "... the others intact (B still guest3_, as given third)" test "$(vm_events "$W/left.data" | grep -v '^27690 ' | sed 's/^27701 /27690 /; s/ guest3_/ guest_/')" = "$one"
+
 # refusals: a clear error naming the dir, exit 1, no output
 refused() { # DESCRIPTION REGEX ARGS...
 	local d=$1 re=$2 out st
