@@ -66,6 +66,11 @@ echo "pid, event: $(tr '\n' ';' <<<"$pev")"
 check "no guest2_ event under A's pid, no guest_ event under B's" \
 	test -z "$(grep -E "^${QPID[A]} guest2_|^${QPID[B]} guest_" <<<"$pev")"
 e=$("$PERF" script -i "$out" -F +machine_pid,+vcpu 2>&1 >/dev/null; "$PERF" report -i "$out" --stdio --sort comm,dso 2>&1 >/dev/null)
+# as e2e_no_warnings: perf's lost-chunks warning only where the merge says host perf record lost events
+if grep -q 'host events lost by perf record .*: [1-9]' <<<"$sum"; then
+	echo "host perf record lost events (stated by the merge): perf's lost-chunks warning accepted"
+	e=$(grep -vE '^(Warning:|Processed [0-9]+ events and lost [0-9]+ chunks!|Check IO/CPU overload!|)$' <<<"$e")
+fi
 check "perf script -F +machine_pid,+vcpu and perf report --sort comm,dso: nothing on stderr${e:+ (perf said: $(head -c 300 <<<"$e"))}" test -z "$e"
 check_out "perf script: vCPU 1 of both guests" "VM: *${QPID[B]} +VCPU: *001" "$PERF" script -i "$out" -F machine_pid,vcpu,event
 for v in A B; do
