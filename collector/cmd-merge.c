@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* trace-collector merge SESSION_DIR [--host-data FILE] -o OUT [-z] [--follow] [--trust-guest-binaries]. --follow merges a
+/* trace-collector merge SESSION_DIR [--guest DIR]... [--host-data FILE] -o OUT [-z] [--follow] [--trust-guest-binaries].
+ * --guest adds another VM's session (its guest, beside SESSION_DIR's; SESSION_DIR's host recording
+ * covers them all). --follow merges a
  * session while it traces, told by the daemon on stdin how far host.data is complete and when
  * the session is over (collector/merge/merge.c; the daemon runs it with start --live-merge). */
 #include <getopt.h>
@@ -19,10 +21,13 @@ static int merge_cmd_run(int argc, char **argv)
 		{ "compress", no_argument, NULL, 'z' },
 		{ "follow", no_argument, NULL, 'F' },
 		{ "trust-guest-binaries", no_argument, NULL, 'T' },
+		{ "guest", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct merge_options o = { 0 };
+	const char *guests[MERGE_MAX_GUESTS];
+	size_t n_guests = 0;
 	int c, r;
 
 	optind = 1;
@@ -33,15 +38,27 @@ static int merge_cmd_run(int argc, char **argv)
 		case 'z': o.zstd_level = 3; break;
 		case 'F': o.follow = true, o.follow_fd = 0; break;
 		case 'T': o.trust_binaries = true; break;
+		case 'G':
+			if (n_guests == MERGE_MAX_GUESTS - 1) {
+				log_error("--guest %s: at most %u VMs go in one merge (SESSION_DIR's and %u --guest)", optarg,
+					  MERGE_MAX_GUESTS, MERGE_MAX_GUESTS - 1);
+				return 2;
+			}
+			guests[n_guests++] = optarg;
+			break;
 		case 'h': cmd_usage(&cmd_merge, 0); return 0;
 		default: cmd_usage(&cmd_merge, 1); return 2;
 		}
 	}
+	if (!o.output && optind == argc - 2)
+		o.output = argv[--argc]; /* merge SESSION_DIR OUT */
 	if (optind != argc - 1 || !o.output) {
 		log_error("merge needs one SESSION_DIR and -o OUT (see trace-collector merge --help)");
 		return 2;
 	}
 	o.session_dir = argv[optind];
+	o.guest_dirs = guests;
+	o.n_guest_dirs = n_guests;
 	r = merge_run(&o);
 	return r < 0 ? 1 : r > 0 ? 3 : 0; /* 3: written, clock unaligned */
 }
@@ -49,7 +66,10 @@ static int merge_cmd_run(int argc, char **argv)
 const struct cmd_entry cmd_merge = {
 	.name = "merge",
 	.summary = "merge a session dir into one perf.data (offline, recovery)",
-	.usage = "SESSION_DIR [--host-data FILE] -o OUT [-z] [--follow] [--trust-guest-binaries]\n"
+	.usage = "SESSION_DIR [--guest DIR]... [--host-data FILE] -o OUT [-z] [--follow] [--trust-guest-binaries]\n"
+		 "--guest DIR: another VM's session dir; its guest joins the file as its own perf guest\n"
+		 "machine (its QEMU pid), beside SESSION_DIR's (whose host recording covers all; at most\n"
+		 "16 VMs). Its events are named guest2_*, guest3_*... in the order given.\n"
 		 "Guest binaries fetched at stop go into OUT/buildids (the summary prints the perf\n"
 		 "command that reads it); --trust-guest-binaries (or start's) places them in\n"
 		 "$HOME/.debug instead. A build-id the host holds is never placed.",

@@ -106,14 +106,23 @@ static int out_backup(const char *out)
 	return 0;
 }
 
-int merge_dir_prepare(struct merge_ctx *m, const char *session_dir, const char *out, char *data, size_t len)
+/* Whether any VM's guest kernel symbols or binaries go with the output. */
+static bool dir_wanted(const struct merge_ctx *m)
+{
+	for (size_t v = 0; v < m->n_vm; v++)
+		if (m->vm[v].gp.present && (m->vm[v].gp.ktext || merge_gbin_any(m->vm[v].dir)))
+			return true;
+	return false;
+}
+
+int merge_dir_prepare(struct merge_ctx *m, const char *out, char *data, size_t len)
 {
 	int r = out_backup(out);
 
 	if (r < 0)
 		return r;
 	/* guest binaries go in OUT/buildids (merge_gbin_settle) */
-	m->out_dir = m->gp.present && (m->gp.ktext || merge_gbin_any(session_dir));
+	m->out_dir = dir_wanted(m);
 	if (!m->out_dir) {
 		snprintf(data, len, "%s", out);
 		return 0;
@@ -127,23 +136,33 @@ int merge_dir_prepare(struct merge_ctx *m, const char *session_dir, const char *
 	return 0;
 }
 
-int merge_dir_finish(struct merge_ctx *m, const char *session_dir, const char *out)
+/* OUT/kcore_dir__<its qemu pid>/kallsyms from a VM's session dir. */
+static int dir_kcore(const struct merge_vm *vm, const char *out)
 {
 	_cleanup_free_ char *text = NULL;
 	char src[PATH_MAX], dst[PATH_MAX];
 	size_t n;
 	int r;
 
-	if (!m->out_dir || !m->gp.ktext)
+	if (!vm->gp.present || !vm->gp.ktext)
 		return 0;
-	snprintf(src, sizeof(src), "%s/guest/kallsyms", session_dir);
+	snprintf(src, sizeof(src), "%s/guest/kallsyms", vm->dir);
 	if ((r = util_read_file(src, KALLSYMS_MAX, &text, &n)) < 0)
 		return r;
-	snprintf(dst, sizeof(dst), "%s/kcore_dir__%llu", out, (unsigned long long)m->guest.machine_pid);
+	snprintf(dst, sizeof(dst), "%s/kcore_dir__%llu", out, (unsigned long long)vm->guest.machine_pid);
 	if (mkdir(dst, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	if (snprintf(dst, sizeof(dst), "%s/kcore_dir__%llu/kallsyms", out,
-		     (unsigned long long)m->guest.machine_pid) >= (int)sizeof(dst))
+		     (unsigned long long)vm->guest.machine_pid) >= (int)sizeof(dst))
 		return -ENAMETOOLONG;
 	return util_write_file(dst, text, n, 0600);
+}
+
+int merge_dir_finish(struct merge_ctx *m, const char *out)
+{
+	int r = 0;
+
+	for (size_t v = 0; m->out_dir && v < m->n_vm && r >= 0; v++)
+		r = dir_kcore(&m->vm[v], out);
+	return r;
 }

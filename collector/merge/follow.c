@@ -76,7 +76,7 @@ static void follow_snapshot(struct merge_ctx *m, struct follow *f)
 	if (r == 0)
 		r = merge_out_snapshot(m, data);
 	if (r == 0)
-		r = merge_dir_finish(m, f->session_dir, tmp);
+		r = merge_dir_finish(m, tmp);
 	if (r == 0 && rename(tmp, f->snap_path) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -88,7 +88,7 @@ static void follow_snapshot(struct merge_ctx *m, struct follow *f)
 		(void)util_write_file(err, why, (size_t)n, 0600);
 	} else {
 		log_info("snapshot %s: written from the live merge (%" PRIu64 " guest records so far)", f->snap_path,
-			 m->guest_samples + m->gp.records);
+			 m->guest_samples + m->vm[0].gp.records);
 	}
 	f->snap_path[0] = '\0';
 }
@@ -120,19 +120,19 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 	f->ended = true;
 	if (m->host.present && merge_host_finish(&m->host) < 0)
 		return -EBADMSG;
-	m->guest.follow = false; /* spools: to their end markers, or their end */
-	if (m->guest.present) { /* the rest with the session's own clock.ini, as offline */
+	m->vm[0].guest.follow = false; /* spools: to their end markers, or their end */
+	if (m->vm[0].guest.present) { /* the rest with the session's own clock.ini, as offline */
 		_cleanup_free_ char *ini = NULL;
 		const char *v;
 
 		if (util_read_file_at(f->dfd, "session.ini", 1 << 16, &ini, NULL) == 0 &&
 		    (v = strstr(ini, "\nstopped_mono_ns=")))
-			m->guest.stopped_ns = strtoull(v + 17, NULL, 10); /* the window closes at stop */
-		clock_apply_free(&m->guest.clock);
-		m->guest.clock_aligned = false;
-		merge_meta_clock(&m->guest, f->dfd);
-		if (m->guest.perf_clock_needed)
-			merge_meta_perf_clock(&m->guest, f->dfd);
+			m->vm[0].guest.stopped_ns = strtoull(v + 17, NULL, 10); /* the window closes at stop */
+		clock_apply_free(&m->vm[0].guest.clock);
+		m->vm[0].guest.clock_aligned = false;
+		merge_meta_clock(&m->vm[0].guest, f->dfd);
+		if (m->vm[0].guest.perf_clock_needed)
+			merge_meta_perf_clock(&m->vm[0].guest, f->dfd);
 	}
 	return 0;
 }
@@ -145,7 +145,7 @@ static int follow_wait(struct merge_ctx *m, struct follow *f, int timeout_ms)
 	ssize_t n;
 	int r;
 
-	m->guest.follow_gen++; /* the spools may have grown meanwhile */
+	m->vm[0].guest.follow_gen++; /* the spools may have grown meanwhile */
 	if (poll(&p, 1, timeout_ms) <= 0)
 		return 0;
 	n = read(f->fd, buf, sizeof(buf));
@@ -195,23 +195,23 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 			blocked = true, bound = m->host.bound, q = NULL;
 		/* No guest time converts before a fit exists (the cycle clock's rate needs the
 		 * early probes): everything waits for it. */
-		if (m->guest.present && m->guest.follow && !m->guest.clock_aligned)
+		if (m->vm[0].guest.present && m->vm[0].guest.follow && !m->vm[0].guest.clock_aligned)
 			blocked = true, bound = 0;
 		/* A guest time after the newest probe would be extrapolated by the fit (on a cycle
 		 * clock, off by its rate error times the distance): nothing is written past it until
 		 * a later probe is in the fit, so every conversion is an interpolation. */
-		if (m->guest.present && m->guest.follow && m->guest.live_fit_until)
-			blocked = true, bound = MIN(bound, m->guest.live_fit_until);
-		if (m->guest.present && m->guest.follow && m->guest.perf_clock_needed && m->guest.perf_fit_until)
-			blocked = true, bound = MIN(bound, m->guest.perf_fit_until);
-		if (m->guest.present && m->guest.follow && m->guest.perf_clock_needed && !m->guest.perf_clock_on)
+		if (m->vm[0].guest.present && m->vm[0].guest.follow && m->vm[0].guest.live_fit_until)
+			blocked = true, bound = MIN(bound, m->vm[0].guest.live_fit_until);
+		if (m->vm[0].guest.present && m->vm[0].guest.follow && m->vm[0].guest.perf_clock_needed && m->vm[0].guest.perf_fit_until)
+			blocked = true, bound = MIN(bound, m->vm[0].guest.perf_fit_until);
+		if (m->vm[0].guest.present && m->vm[0].guest.follow && m->vm[0].guest.perf_clock_needed && !m->vm[0].guest.perf_clock_on)
 			blocked = true, bound = 0; /* guest perf's own fit (perf-clock.samples) first */
 		for (size_t i = 0; i < m->n_src && bound; i++) {
 			const struct merge_source *s = &m->src[i];
 
-			if (s->kind->peek(m, s->state, &t)) {
-				merge_source_before(m, &m->src[i], t, &best, &bt, &brank);
-			} else if (s->kind->blocked(m, s->state, &t)) {
+			if (s->kind->peek(s, &t)) {
+				merge_source_before(&m->src[i], t, &best, &bt, &brank);
+			} else if (s->kind->blocked(s, &t)) {
 				blocked = true;
 				bound = MIN(bound, t);
 			}
@@ -228,31 +228,31 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 			merge_host_take(&m->host);
 			r = merge_source_host_emit(m, q, false);
 			free(q);
-		} else if (best && (!blocked || bt < bound || (bt == bound && merge_source_rank(m, best) == 0))) {
+		} else if (best && (!blocked || bt < bound || (bt == bound && merge_source_rank(best) == 0))) {
 			/* At the bound itself a blocked stream may still bring a record of that time
 			 * that goes first (a FORK): only a FORK goes now, as the whole-file merge would. */
 			if (bt < m->last_ts) { /* a refit moved this CPU's times back: keep the order */
 				f->clamped++;
-				best->kind->raise(m, best->state, m->last_ts);
+				best->kind->raise(best, m->last_ts);
 				bt = m->last_ts;
 			}
 			if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
 				return r;
 			m->last_ts = MAX(m->last_ts, bt);
-			r = best->kind->emit(m, best->state);
+			r = best->kind->emit(m, best);
 		} else if (!q && !best && !blocked) {
 			return 0;
 		} else if (m->pipe && (r = pipe_round(m)) < 0) {
 			return r;
-		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended && m->guest.present &&
+		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended && m->vm[0].guest.present &&
 			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns && samples_grew(f)) {
 			f->next_refit_ns = now + FOLLOW_REFIT_NS;
-			if (merge_meta_clock_live(&m->guest, f->dfd) == 0) {
+			if (merge_meta_clock_live(&m->vm[0].guest, f->dfd) == 0) {
 				f->refits++;
-				m->live_bound_ns = MAX(m->live_bound_ns, m->guest.clock.error_bound_ns);
+				m->live_bound_ns = MAX(m->live_bound_ns, m->vm[0].guest.clock.error_bound_ns);
 			}
-			if (m->guest.perf_clock_needed)
-				merge_meta_perf_clock(&m->guest, f->dfd);
+			if (m->vm[0].guest.perf_clock_needed)
+				merge_meta_perf_clock(&m->vm[0].guest, f->dfd);
 		}
 		if (r < 0)
 			return r;
@@ -305,9 +305,9 @@ int merge_follow(struct merge_ctx *m, const struct merge_options *o, const char 
 			    .session_dir = o->session_dir };
 	int r;
 
-	if (m->guest.present && m->guest.clock_aligned) { /* fitted at load already */
+	if (m->vm[0].guest.present && m->vm[0].guest.clock_aligned) { /* fitted at load already */
 		f.refits = 1;
-		m->live_bound_ns = m->guest.clock.error_bound_ns;
+		m->live_bound_ns = m->vm[0].guest.clock.error_bound_ns;
 	}
 
 	r = f.dfd < 0 ? -errno : merge_follow_loop(m, &f);

@@ -418,14 +418,15 @@ static uint16_t gp_misc(uint16_t misc)
 	return (uint16_t)((misc & ~PERF_RECORD_MISC_CPUMODE_MASK) | mode);
 }
 
-int merge_gperf_emit(struct merge_ctx *m, struct gperf_cpu *c)
+int merge_gperf_emit(struct merge_ctx *m, struct merge_vm *vm, struct gperf_cpu *c)
 {
-	struct merge_gperf *gp = &m->gp;
+	struct merge_gperf *gp = &vm->gp;
+	const struct merge_guest *g = &vm->guest;
 	const struct gperf_layout *l = &c->lay;
 	uint8_t *r = c->rec;
 	struct perf_event_header h;
-	uint64_t id = m->guest.id_base + (m->guest.n_events + c->head_ev) * m->guest.ncpus + c->cpu, lost;
-	uint32_t cpu = merge_vcpu_cpu(&m->vcpu, c->cpu);
+	uint64_t id = g->id_base + (g->n_events + c->head_ev) * g->ncpus + c->cpu, lost;
+	uint32_t cpu = merge_vcpu_cpu(&vm->vcpu, c->cpu);
 
 	memcpy(&h, r, sizeof(h));
 	h.misc = gp_misc(h.misc);

@@ -74,6 +74,8 @@ static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t wh
 	g->machine_pid = pid ? pid : MACHINE_PID_STAND_IN;
 	g->machine_pid_stand_in = pid == 0;
 	g->session_read = true;
+	if (ini_get(ini, "vm", g->vm_name, sizeof(g->vm_name)) < 0)
+		g->vm_name[0] = '\0';
 	if (ini_get(ini, "host_data", g->host_data, sizeof(g->host_data)) < 0)
 		g->host_data[0] = '\0';
 	if (ini_get(ini, "guest_perf", g->perf_events, sizeof(g->perf_events)) < 0)

@@ -71,7 +71,7 @@ static int merge_loop(struct merge_ctx *m)
 			 * record: samples delivered before it are dropped as host-side noise. */
 			if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
 				return r;
-			r = g->kind->emit(m, g->state);
+			r = g->kind->emit(m, g);
 		} else {
 			return 0;
 		}
@@ -96,11 +96,11 @@ static void summary_clock(const struct merge_guest *g)
 		printf("  window: not checked (session.ini has no started_mono_ns)\n");
 }
 
-static void summary_vcpu(const struct merge_ctx *m)
+static void summary_vcpu(const struct merge_vm *vm)
 {
-	const struct merge_vcpu *v = &m->vcpu;
+	const struct merge_vcpu *v = &vm->vcpu;
 
-	if (!m->guest.present)
+	if (!vm->guest.present)
 		return;
 	if (v->why[0])
 		printf("  vcpu:   FALLBACK: guest sample cpu = vCPU number, because %s\n", v->why);
@@ -126,10 +126,11 @@ static void summary_build_id(const struct merge_guest *g)
 		printf("  kernel: no guest build-id (%s)\n", g->notes_why);
 }
 
-static void summary(const struct merge_ctx *m, const char *out)
+/* The losses of vm (with the host's rows when host), and whether any. */
+static void summary_losses(const struct merge_ctx *m, const struct merge_vm *vm, bool host)
 {
-	const struct merge_losses *l = &m->guest.loss;
-	struct stat st;
+	const struct merge_losses *l = &vm->guest.loss;
+	const struct merge_gperf *gp = &vm->gp;
 	const struct { const char *what; uint64_t n; } loss[] = {
 		{ "ring pages with missed events (LOST_SAMPLES written)", l->ring_missed_pages },
 		{ "events lost in the guest ring (stored counts)", l->ring_lost_events },
@@ -146,39 +147,18 @@ static void summary(const struct merge_ctx *m, const char *out)
 		{ "vCPU spools without this session's begin marker", l->dropped_cpus },
 		{ "stale bytes skipped before begin markers", l->stale_bytes },
 		{ "oldest pages dropped by the flight recorder (--flight-recorder: the newest kept)", l->fr_dropped_pages },
-		{ "host records out of order", m->host.out_of_order },
-		{ "host events lost by perf record (buffer overflow; give perf a bigger -m after '--' on start)", m->host.lost },
+		{ "host records out of order", host ? m->host.out_of_order : 0 },
+		{ "host events lost by perf record (buffer overflow; give perf a bigger -m after '--' on start)", host ? m->host.lost : 0 },
 		{ "guest times outside the session window, clamped", l->outside_window },
 		{ "vCPU spools without an end marker (what the guest had not sent is missing, amount unknown)", l->no_end_cpus },
 		{ "guest task names not kept (the task table was full; counted per event)", l->tasks_not_kept },
-		{ "guest perf samples lost in the guest's perf ring (its LOST records are in the file)", m->gp.lost },
-		{ "guest perf records dropped: malformed", m->gp.bad_records },
-		{ "guest perf records dropped: unknown id", m->gp.unknown_ids },
-		{ "guest perf streams without an end marker (amount missing unknown)", m->gp.no_end_cpus },
-		{ "oldest guest perf records dropped by the flight recorder (their task records kept aside)", m->gp.fr_records },
-		{ "guest perf task records the flight recorder had no room to keep", m->gp.fr_not_kept },
+		{ "guest perf samples lost in the guest's perf ring (its LOST records are in the file)", gp->lost },
+		{ "guest perf records dropped: malformed", gp->bad_records },
+		{ "guest perf records dropped: unknown id", gp->unknown_ids },
+		{ "guest perf streams without an end marker (amount missing unknown)", gp->no_end_cpus },
+		{ "oldest guest perf records dropped by the flight recorder (their task records kept aside)", gp->fr_records },
+		{ "guest perf task records the flight recorder had no room to keep", gp->fr_not_kept },
 	};
-
-	printf("merge summary\n");
-	printf("  host:   %s, %" PRIu64 " samples in, %" PRIu64 " written\n",
-	       m->host.present ? "recording merged" : "none (guest only)", m->host.samples, m->host_written);
-	printf("  guest:  %" PRIu64 " samples written, %zu event formats, %zu task names, %u vCPUs\n",
-	       m->guest_samples, m->guest.n_events, m->guest.n_tasks, m->guest.ncpus);
-	if (m->guest.missing_cpus[0])
-		printf("  NOT TRACED: guest CPUs %s (they could not stream; start --allow-partial)\n",
-		       m->guest.missing_cpus);
-	for (size_t i = 0; m->guest.present && i < m->guest.n_events; i++)
-		if (m->guest.events[i].count)
-			printf("          guest_%s:%s %" PRIu64 "\n", m->guest.events[i].sys,
-			       m->guest.events[i].fmt.name, m->guest.events[i].count);
-	if (m->guest.present && m->guest.machine_pid_stand_in)
-		printf("  vm pid: qemu_pid unknown, stand-in machine_pid %" PRIu64 " used\n", m->guest.machine_pid);
-	else if (m->guest.present)
-		printf("  vm pid: %" PRIu64 "\n", m->guest.machine_pid);
-	merge_gperf_summary(&m->gp, &m->guest);
-	summary_clock(&m->guest);
-	summary_vcpu(m);
-	summary_build_id(&m->guest);
 	bool any = false;
 
 	for (size_t i = 0; i < ARRAY_SIZE(loss); i++)
@@ -187,38 +167,79 @@ static void summary(const struct merge_ctx *m, const char *out)
 	for (size_t i = 0; i < ARRAY_SIZE(loss); i++)
 		if (loss[i].n)
 			printf("          %s: %" PRIu64 "\n", loss[i].what, loss[i].n);
-	if (stat(out, &st) == 0)
-		printf("  output: %s (%lld bytes%s)\n", out, (long long)st.st_size, m->zstd ? ", zstd" : "");
-	if (m->guest.present)
-		printf("  input read: %" PRIu64 " bytes of guest spools (one pass)\n", m->guest.loss.bytes_read);
 }
 
-/* merge.ini in the session dir: what this merge did about the clock and the vCPUs (best effort:
- * a read-only session dir only loses this file). */
-static void merge_info(const struct merge_ctx *m, const struct merge_options *o)
+/* One VM's part of the summary (with several, under a line naming it). */
+static void summary_vm(const struct merge_ctx *m, const struct merge_vm *vm)
 {
-	const struct merge_guest *g = &m->guest;
-	char path[PATH_MAX];
-	FILE *f;
+	const struct merge_guest *g = &vm->guest;
 
-	if (!g->present || snprintf(path, sizeof(path), "%s/merge.ini", o->session_dir) >= (int)sizeof(path) ||
-	    !(f = fopen(path, "w"))) {
-		if (g->present)
-			log_warn("%s: cannot write merge.ini: %s", o->session_dir, strerror(errno));
+	if (m->n_vm > 1 && !g->present) {
+		printf("  == vm %s (%s): LEFT OUT (its guest data is not usable: see the warning above)\n", vm->name,
+		       vm->dir);
 		return;
 	}
-	fprintf(f, "output=%s\nclock_method=%s\nclock_aligned=%d\nclock_recovered=%d\nclock_samples=%" PRIu64
-		   "\nclock_error_bound_ns=%" PRIu64 "\nguest_outside_window=%" PRIu64 "\nvcpu_cpu=%s\n"
-		   "vcpu_fallback_records=%" PRIu64 "\nguest_samples=%" PRIu64 "\nclock_live_error_bound_ns=%" PRIu64 "\n",
-		o->output, g->clock_aligned ? g->clock.method : "none", g->clock_aligned, g->clock_recovered,
-		g->clock.samples, g->clock.error_bound_ns, g->loss.outside_window,
-		m->vcpu.why[0] ? "fallback" : "host_sched_switch", m->vcpu.fallback_samples, m->guest_samples,
-		m->live_bound_ns);
-	/* ring pages per vCPU: read (bad ones apart), dropped by the flight recorder, missing */
-	for (uint32_t i = 0; i < g->ncpus; i++)
-		fprintf(f, "cpu%u.pages_read=%" PRIu64 "\ncpu%u.pages_bad=%" PRIu64 "\ncpu%u.pages_dropped=%" PRIu64 "\n",
-			i, g->cpus[i].pages_read, i, g->cpus[i].pages_bad, i, g->cpus[i].pages_dropped);
-	fclose(f);
+	if (m->n_vm > 1)
+		printf("  == vm %s (%s): merged, its events %s*\n", vm->name, vm->dir, vm->sys_prefix);
+	printf("  guest:  %" PRIu64 " samples written, %zu event formats, %zu task names, %u vCPUs\n",
+	       vm->samples, g->n_events, g->n_tasks, g->ncpus);
+	if (g->missing_cpus[0])
+		printf("  NOT TRACED: guest CPUs %s (they could not stream; start --allow-partial)\n", g->missing_cpus);
+	for (size_t i = 0; g->present && i < g->n_events; i++)
+		if (g->events[i].count)
+			printf("          %s%s:%s %" PRIu64 "\n", vm->sys_prefix, g->events[i].sys, g->events[i].fmt.name,
+			       g->events[i].count);
+	if (g->present && g->machine_pid_stand_in)
+		printf("  vm pid: qemu_pid unknown, stand-in machine_pid %" PRIu64 " used\n", g->machine_pid);
+	else if (g->present)
+		printf("  vm pid: %" PRIu64 "\n", g->machine_pid);
+	merge_gperf_summary(&vm->gp, g);
+	summary_clock(g);
+	summary_vcpu(vm);
+	summary_build_id(g);
+	summary_losses(m, vm, m->n_vm == 1);
+}
+
+/* The perf.data directory's parts: the data and each guest's kcore_dir. */
+static void summary_dir(const struct merge_ctx *m, const char *out)
+{
+	if (m->n_vm == 1) {
+		printf("  output: a perf.data directory: %s/data and %s/kcore_dir__%" PRIu64 "/kallsyms (the guest's "
+		       "kernel symbols; perf -i %s reads both)\n", out, out, m->vm[0].guest.machine_pid, out);
+		return;
+	}
+	printf("  output: a perf.data directory: %s/data", out);
+	for (size_t v = 0; v < m->n_vm; v++)
+		if (m->vm[v].gp.present && m->vm[v].gp.ktext)
+			printf(", %s/kcore_dir__%" PRIu64 "/kallsyms (%s)", out, m->vm[v].guest.machine_pid, m->vm[v].name);
+	printf(" (each guest's kernel symbols, by its QEMU pid; perf -i %s reads them all)\n", out);
+}
+
+static void summary(const struct merge_ctx *m, const char *out)
+{
+	uint64_t bytes_read = 0;
+	bool any_guest = false;
+	struct stat st;
+
+	printf("merge summary\n");
+	printf("  host:   %s, %" PRIu64 " samples in, %" PRIu64 " written\n",
+	       m->host.present ? "recording merged" : "none (guest only)", m->host.samples, m->host_written);
+	if (m->n_vm > 1)
+		printf("  guests: %zu VMs, each its own perf guest machine (machine_pid = its QEMU pid), %" PRIu64
+		       " guest samples written\n", m->n_vm, m->guest_samples);
+	for (size_t v = 0; v < m->n_vm; v++) {
+		summary_vm(m, &m->vm[v]);
+		bytes_read += m->vm[v].guest.loss.bytes_read;
+		any_guest = any_guest || m->vm[v].guest.present;
+	}
+	if (m->n_vm > 1 && (m->host.out_of_order || m->host.lost))
+		printf("  host losses:\n          host records out of order: %" PRIu64 "\n          host events lost by "
+		       "perf record (buffer overflow; give perf a bigger -m after '--' on start): %" PRIu64 "\n",
+		       m->host.out_of_order, m->host.lost);
+	if (stat(out, &st) == 0)
+		printf("  output: %s (%lld bytes%s)\n", out, (long long)st.st_size, m->zstd ? ", zstd" : "");
+	if (any_guest)
+		printf("  input read: %" PRIu64 " bytes of guest spools (one pass)\n", bytes_read);
 }
 
 static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
@@ -226,23 +247,14 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 	char why[512] = "", path[PATH_MAX] = "";
 	int r;
 
-	m->guest.follow = o->follow;
-	r = merge_guest_load(&m->guest, o->session_dir, why, sizeof(why));
-
-	if (r < 0 && !m->guest.session_read) {
-		log_error("%s: %s", o->session_dir, why);
+	if ((r = merge_vm_load(m, o)) < 0)
 		return r;
-	}
-	if (r < 0) {
-		log_warn("%s: guest data not usable, merging the host recording only: %s", o->session_dir, why);
-		merge_guest_free(&m->guest);
-	}
-	if (host_path(o, &m->guest, path, sizeof(path)) &&
+	if (host_path(o, &m->vm[0].guest, path, sizeof(path)) &&
 	    (r = (o->follow ? merge_host_open_follow : merge_host_open)(&m->host, path, why, sizeof(why))) < 0) {
 		log_error("%s: cannot use the host recording: %s", path, why);
 		return r;
 	}
-	if (!m->host.present && !m->guest.present) {
+	if (!m->host.present && !merge_vm_first(m)) {
 		log_error("%s: neither guest data nor a host recording to merge", o->session_dir);
 		return -ENOENT;
 	}
@@ -250,11 +262,7 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		log_error("%s: %s", o->session_dir, why);
 		return r;
 	}
-	if ((r = merge_vcpu_init(&m->vcpu, &m->guest, &m->host, m->host.present ? &m->td : NULL, path)) < 0)
-		return r;
-	if (m->guest.present && (m->guest.gsym_events || m->guest.perf_events[0]))
-		merge_gsym_load(&m->guest, o->session_dir); /* read once: %ps names, guest kernel maps */
-	if ((r = merge_gperf_load(&m->gp, &m->guest, o->session_dir)) < 0)
+	if ((r = merge_vm_prepare(m, path)) < 0)
 		return r;
 	if ((r = merge_sources(m)) < 0)
 		return r;
@@ -277,16 +285,17 @@ int merge_clock_state(const char *session_dir, char *why, size_t whylen)
 /* Guest binaries fetched at stop go into the output's own build-id cache (OUT/buildids; with
  * --trust-guest-binaries perf's, $HOME/.debug), never under a build-id the host holds; the
  * summary says where and how perf reads them. */
-static void merge_gbin_summary(struct merge_ctx *m, const struct merge_options *o)
+/* vm's binaries; whether the summary is to print the perf command that reads them. */
+static bool merge_gbin_summary_vm(struct merge_ctx *m, const struct merge_vm *vm, const struct merge_options *o)
 {
-	bool trust = merge_gbin_trusted(o->session_dir, o->trust_binaries);
+	bool trust = merge_gbin_trusted(vm->dir, o->trust_binaries);
 	struct gbin_settled st;
 
-	if (merge_gbin_any(o->session_dir)) /* reads the host files' build-ids: only when it matters */
+	if (merge_gbin_any(vm->dir)) /* reads the host files' build-ids: only when it matters */
 		merge_host_build_ids(&m->host);
-	if (merge_gbin_settle(o->session_dir, m->out_dir && !m->pipe ? o->output : NULL, trust, &m->host.ids, &st) < 0)
-		return;
-	printf("  guest binaries: %u in %s%s (%u placed now, %u there before), %u not sent",
+	if (merge_gbin_settle(vm->dir, m->out_dir && !m->pipe ? o->output : NULL, trust, &m->host.ids, &st) < 0)
+		return false;
+	printf("  %sguest binaries: %u in %s%s (%u placed now, %u there before), %u not sent", vm->label,
 	       st.installed + st.cached, !st.bdir[0] ? "no build-id directory (the output is no perf.data directory)" :
 	       o->follow && !trust ? "the output's " GBIN_OUT_DIR "/ (live.data's, stop moves it with the output)" : st.bdir,
 	       trust ? " (perf's own cache: --trust-guest-binaries)" : "", st.installed, st.cached, st.not_sent + st.bad);
@@ -302,14 +311,22 @@ static void merge_gbin_summary(struct merge_ctx *m, const struct merge_options *
 	printf("\n");
 	if (st.bad)
 		log_warn("%u guest binaries in %s/binaries failed their check again (build-id, size, path): not used",
-			 st.bad, o->session_dir);
-	if (st.installed + st.cached && !trust && !o->follow)
+			 st.bad, vm->dir);
+	return st.installed + st.cached && !trust && !o->follow;
+}
+
+static void merge_gbin_summary(struct merge_ctx *m, const struct merge_options *o)
+{
+	bool command = false;
+
+	for (size_t v = 0; v < m->n_vm; v++)
+		command = merge_gbin_summary_vm(m, &m->vm[v], o) || command;
+	if (command)
 		printf("  guest user functions: perf --buildid-dir %s/" GBIN_OUT_DIR " report -i %s\n", o->output,
 		       o->output);
 }
 
-
-/* stop's disk budget for the output, less what merge_dir_finish adds beside the data (the
+/* stop's disk budget for the output, less what merge_dir_finish adds beside the data (each
  * guest's kallsyms). */
 static uint64_t merge_data_budget(const struct merge_ctx *m, const struct merge_options *o)
 {
@@ -317,9 +334,11 @@ static uint64_t merge_data_budget(const struct merge_ctx *m, const struct merge_
 	struct stat st;
 	uint64_t extra = 0;
 
-	snprintf(path, sizeof(path), "%s/guest/kallsyms", o->session_dir);
-	if (m->out_dir && stat(path, &st) == 0)
-		extra = (uint64_t)st.st_size;
+	for (size_t v = 0; m->out_dir && v < m->n_vm; v++) {
+		snprintf(path, sizeof(path), "%s/guest/kallsyms", m->vm[v].dir);
+		if (stat(path, &st) == 0)
+			extra += (uint64_t)st.st_size;
+	}
 	return o->max_bytes > extra ? o->max_bytes - extra : 1; /* 1: nothing fits */
 }
 
@@ -343,7 +362,7 @@ static int merge_open(struct merge_ctx *m, const struct merge_options *o, int *o
 			log_error("standard output: cannot write the pipe-mode header: %s", strerror(-r));
 		return r;
 	}
-	if ((r = merge_dir_prepare(m, o->session_dir, o->output, data, len)) < 0)
+	if ((r = merge_dir_prepare(m, o->output, data, len)) < 0)
 		return r;
 	if ((r = perf_writer_open(data, o->zstd_level, &m->w)) < 0) {
 		log_error("%s: cannot create: %s", data, strerror(-r));
@@ -366,14 +385,14 @@ static int merge_finish(struct merge_ctx *m, const struct merge_options *o, cons
 		log_error("%s: cannot write: %s", data, strerror(-r));
 		return r;
 	}
-	if (!m->pipe && (r = merge_dir_finish(m, o->session_dir, o->output)) < 0) {
+	if (!m->pipe && (r = merge_dir_finish(m, o->output)) < 0) {
 		log_error("%s: cannot add the guest's kallsyms (perf would not name guest kernel functions): %s",
 			  o->output, strerror(-r));
 		return r;
 	}
-	if (o->snapshot) { /* cut while tracing: no end markers yet, by design */
-		m->guest.loss.no_end_cpus = 0;
-		m->gp.no_end_cpus = 0;
+	for (size_t v = 0; o->snapshot && v < m->n_vm; v++) { /* cut while tracing: no end markers yet, by design */
+		m->vm[v].guest.loss.no_end_cpus = 0;
+		m->vm[v].gp.no_end_cpus = 0;
 	}
 	summary(m, data);
 	if (o->snapshot)
@@ -381,13 +400,16 @@ static int merge_finish(struct merge_ctx *m, const struct merge_options *o, cons
 		       "session goes on\n");
 	merge_gbin_summary(m, o);
 	if (m->out_dir)
-		printf("  output: a perf.data directory: %s/data and %s/kcore_dir__%" PRIu64 "/kallsyms (the guest's "
-		       "kernel symbols; perf -i %s reads both)\n", o->output, o->output, m->guest.machine_pid, o->output);
-	merge_info(m, o);
-	if (m->guest.present && !m->guest.clock_aligned) {
-		log_error("guest clock UNALIGNED (%s): %s has the guest's events at guest times, not on the "
-			  "host's timeline; see the session's clock.samples and collector.log",
-			  m->guest.clock_why[0] ? m->guest.clock_why : "no usable clock.ini", o->output);
+		summary_dir(m, o->output);
+	merge_vm_info(m, o->output);
+	for (size_t v = 0; v < m->n_vm; v++) {
+		const struct merge_guest *g = &m->vm[v].guest;
+
+		if (!g->present || g->clock_aligned)
+			continue;
+		log_error("%sguest clock UNALIGNED (%s): %s has the guest's events at guest times, not on the "
+			  "host's timeline; see the session's clock.samples and collector.log", m->vm[v].label,
+			  g->clock_why[0] ? g->clock_why : "no usable clock.ini", o->output);
 		r = 1; /* written, but not aligned */
 	}
 	return r;
@@ -403,9 +425,7 @@ static void merge_free(struct merge_ctx *m, const struct merge_options *o, int r
 		close(out_fd);
 	merge_out_free(m);
 	merge_host_free(&m->host);
-	merge_guest_free(&m->guest);
-	merge_gperf_free(&m->gp);
-	merge_vcpu_free(&m->vcpu);
+	merge_vm_free(m);
 	free(m->src);
 }
 

@@ -24,6 +24,7 @@ struct perf_reader;
 struct perf_writer;
 
 #define MERGE_MAX_CPUS 1024
+#define MERGE_MAX_GUESTS 16 /* VMs in one merge: the session dir's and up to 15 --guest dirs */
 #define MERGE_MAX_EVENTS 4096
 #define MERGE_MAX_TASKS 65536
 #define MERGE_GUEST_SAMPLE_TYPE                                                              \
@@ -43,6 +44,10 @@ struct merge_options {
 	uint64_t max_bytes;    /* the output may take this many bytes at most (0: no limit; stop's
 				* disk budget): past it the merge fails with -EFBIG, nothing kept */
 	bool trust_binaries;   /* --trust-guest-binaries: guest binaries into $HOME/.debug */
+	/* merge --guest DIR...: other VMs' session dirs whose guests join the file (their own
+	 * host_data ignored: session_dir's host recording covers them all); not with follow */
+	const char *const *guest_dirs;
+	size_t n_guest_dirs;
 };
 
 /* Following: a live clock fit is used once its probes span this much at least. */
@@ -126,6 +131,7 @@ struct merge_guest {
 	uint64_t follow_gen;  /* following: +1 at each wait for more data (spool sizes read again) */
 	uint64_t live_fit_until; /* following: host time of the newest probe in the fit (guest times
 				  * later than it would be extrapolated: they wait for the next) */
+	char vm_name[64];     /* session.ini vm, may be empty */
 	char host_data[4096]; /* session.ini host_data, may be empty */
 	char missing_cpus[1280]; /* session.ini: CPUs not traced (start --allow-partial) */
 	uint32_t ncpus, page_size;

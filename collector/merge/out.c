@@ -30,15 +30,15 @@ int merge_out_emit(struct merge_ctx *m, const void *rec, uint64_t ts)
 	return r;
 }
 
-/* The guest perf events' attrs (event cpu-clock:G ...), after the host's and guest ftrace's. */
-static void out_gperf_attrs(struct merge_ctx *m, struct perf_attr_ids *out)
+/* A VM's guest perf events' attrs (event cpu-clock:G ...), after its guest ftrace's. */
+static void out_gperf_attrs(const struct merge_ctx *m, const struct merge_vm *vm, struct perf_attr_ids *out)
 {
-	const struct merge_guest *g = &m->guest;
+	const struct merge_guest *g = &vm->guest;
 
-	for (size_t e = 0; e < m->gp.n_events; e++) {
+	for (size_t e = 0; e < vm->gp.n_events; e++) {
 		struct perf_attr_ids *a = &out[e];
 
-		perf_events_attr(&m->gp.ev[e], g->perf_freq ? g->perf_freq : VT_PERF_DEFAULT_FREQ, CLOCK_MONOTONIC,
+		perf_events_attr(&vm->gp.ev[e], g->perf_freq ? g->perf_freq : VT_PERF_DEFAULT_FREQ, CLOCK_MONOTONIC,
 				 e == 0, &a->attr);
 		a->attr.disabled = 0;
 		a->attr.watermark = 0;
@@ -49,9 +49,10 @@ static void out_gperf_attrs(struct merge_ctx *m, struct perf_attr_ids *out)
 }
 
 /* One guest kernel MMAP record (pid = the machine's, the guest sample id of the first perf event). */
-static int out_gperf_kernel_map(struct merge_ctx *m, const char *name, uint64_t start, uint64_t len, uint64_t pgoff)
+static int out_gperf_kernel_map(struct merge_ctx *m, const struct merge_vm *vm, const char *name, uint64_t start,
+				uint64_t len, uint64_t pgoff)
 {
-	const struct merge_guest *g = &m->guest;
+	const struct merge_guest *g = &vm->guest;
 	uint8_t *p = m->rec;
 	size_t nl = ALIGN_UP(strlen(name) + 1, (size_t)8);
 	struct perf_event_header h = { .type = PERF_RECORD_MMAP, .misc = PERF_RECORD_MISC_GUEST_KERNEL };
@@ -74,11 +75,11 @@ static int out_gperf_kernel_map(struct merge_ctx *m, const char *name, uint64_t 
  * "[guest.kernel.kallsyms.PID]_text" (pgoff = _text) up to the first module above it, then
  * one "[module]" map per module, so that guest kernel and module samples resolve against the
  * output's kcore_dir__PID/kallsyms (perf files a module's kallsyms lines under its map). */
-static int out_gperf_kernel_mmap(struct merge_ctx *m)
+static int out_gperf_kernel_mmap(struct merge_ctx *m, const struct merge_vm *vm)
 {
-	const struct merge_gperf *gp = &m->gp;
-	const struct gsym_module *mods = m->guest.gsym ? m->guest.gsym->mods : NULL;
-	size_t n_mods = m->guest.gsym ? m->guest.gsym->n_mods : 0;
+	const struct merge_gperf *gp = &vm->gp;
+	const struct gsym_module *mods = vm->guest.gsym ? vm->guest.gsym->mods : NULL;
+	size_t n_mods = vm->guest.gsym ? vm->guest.gsym->n_mods : 0;
 	uint64_t kend = ~0ull;
 	char name[64];
 	int r;
@@ -90,12 +91,12 @@ static int out_gperf_kernel_mmap(struct merge_ctx *m)
 			kend = mods[i].start;
 			break;
 		}
-	snprintf(name, sizeof(name), "[guest.kernel.kallsyms.%u]_text", (uint32_t)m->guest.machine_pid);
-	if ((r = out_gperf_kernel_map(m, name, gp->ktext, kend - gp->ktext, gp->ktext)) < 0)
+	snprintf(name, sizeof(name), "[guest.kernel.kallsyms.%u]_text", (uint32_t)vm->guest.machine_pid);
+	if ((r = out_gperf_kernel_map(m, vm, name, gp->ktext, kend - gp->ktext, gp->ktext)) < 0)
 		return r;
 	for (size_t i = 0; i < n_mods; i++)
 		if (mods[i].start > gp->ktext &&
-		    (r = out_gperf_kernel_map(m, mods[i].name, mods[i].start, mods[i].end - mods[i].start, 0)) < 0)
+		    (r = out_gperf_kernel_map(m, vm, mods[i].name, mods[i].start, mods[i].end - mods[i].start, 0)) < 0)
 			return r;
 	return 0;
 }
@@ -137,21 +138,13 @@ static uint64_t guest_id(const struct merge_guest *g, size_t ev, uint32_t cpu)
 	return g->id_base + ev * g->ncpus + cpu;
 }
 
-int merge_out_attrs(struct merge_ctx *m)
+/* A VM's tracepoint attrs (ng) then its guest perf attrs (np) at a, ids from its id_base. */
+static int out_vm_attrs(const struct merge_ctx *m, struct merge_vm *vm, struct perf_attr_ids *a, size_t ng, size_t np)
 {
-	struct merge_guest *g = &m->guest;
-	size_t nh = m->host.present ? m->host.n_attrs : 0, ng = g->present ? g->n_events : 0;
-	size_t np = m->gp.present ? m->gp.n_events : 0;
+	struct merge_guest *g = &vm->guest;
+	size_t nh = m->host.present ? m->host.n_attrs : 0;
 
-	m->attrs = calloc(nh + ng + np + 1, sizeof(*m->attrs));
-	if (!m->attrs)
-		return -ENOMEM;
-	for (size_t i = 0; i < nh; i++)
-		m->attrs[i] = m->host.attrs[i];
-	g->id_base = (m->host.present ? m->host.max_id : 0) + 1;
-	for (size_t e = 0; e < ng; e++) {
-		struct perf_attr_ids *a = &m->attrs[nh + e];
-
+	for (size_t e = 0; e < ng; e++, a++) {
 		a->attr.type = PERF_TYPE_TRACEPOINT;
 		a->attr.size = PERF_ATTR_SIZE;
 		a->attr.config = g->events[e].new_id;
@@ -167,17 +160,54 @@ int merge_out_attrs(struct merge_ctx *m)
 		for (uint32_t c = 0; c < g->ncpus; c++)
 			a->ids[c] = guest_id(g, e, c);
 	}
-	out_gperf_attrs(m, &m->attrs[nh + ng]);
-	for (size_t e = 0; e < np; e++) {
-		struct perf_attr_ids *a = &m->attrs[nh + ng + e];
-
+	out_gperf_attrs(m, vm, a);
+	for (size_t e = 0; e < np; e++, a++) {
 		a->ids = calloc(g->ncpus, 8);
 		if (!a->ids)
 			return -ENOMEM;
 		for (uint32_t c = 0; c < g->ncpus; c++)
 			a->ids[c] = guest_id(g, ng + e, c);
 	}
-	m->n_attrs = nh + ng + np;
+	return 0;
+}
+
+static size_t vm_n_events(const struct merge_vm *vm)
+{
+	return vm->guest.present ? vm->guest.n_events : 0;
+}
+
+static size_t vm_n_perf(const struct merge_vm *vm)
+{
+	return vm->gp.present ? vm->gp.n_events : 0;
+}
+
+/* Host attrs, then each VM's; each VM's sample ids follow the previous one's (the first's above
+ * the host's largest id). */
+int merge_out_attrs(struct merge_ctx *m)
+{
+	size_t nh = m->host.present ? m->host.n_attrs : 0, n = nh;
+	uint64_t id_base = (m->host.present ? m->host.max_id : 0) + 1;
+	int r;
+
+	for (size_t v = 0; v < m->n_vm; v++)
+		n += vm_n_events(&m->vm[v]) + vm_n_perf(&m->vm[v]);
+	m->attrs = calloc(n + 1, sizeof(*m->attrs));
+	if (!m->attrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < nh; i++)
+		m->attrs[i] = m->host.attrs[i];
+	m->n_attrs = nh;
+	for (size_t v = 0; v < m->n_vm; v++) {
+		struct merge_vm *vm = &m->vm[v];
+		size_t ng = vm_n_events(vm), np = vm_n_perf(vm);
+
+		vm->guest.id_base = id_base;
+		r = out_vm_attrs(m, vm, &m->attrs[m->n_attrs], ng, np);
+		m->n_attrs += ng + np; /* merge_out_free frees what was allocated */
+		if (r < 0)
+			return r;
+		id_base += (ng + np) * vm->guest.ncpus;
+	}
 	return 0;
 }
 
@@ -193,9 +223,9 @@ static size_t put_trailer(uint8_t *p, int32_t pid, int32_t tid, uint64_t ts, uin
 	return 32;
 }
 
-static int out_index_chunk(struct merge_ctx *m, size_t from, size_t n)
+static int out_index_chunk(struct merge_ctx *m, const struct merge_vm *vm, size_t from, size_t n)
 {
-	const struct merge_guest *g = &m->guest;
+	const struct merge_guest *g = &vm->guest;
 	uint8_t *p = m->rec;
 	struct perf_event_header h = { .type = PERF_REC_ID_INDEX, .size = (uint16_t)(16 + n * 48) };
 	uint64_t nr = n;
@@ -206,7 +236,7 @@ static int out_index_chunk(struct merge_ctx *m, size_t from, size_t n)
 		size_t i = from + k;
 		uint64_t vcpu = i % g->ncpus;
 		uint64_t e1[4] = { g->id_base + i, vcpu, (uint64_t)-1,
-				   (uint64_t)(int64_t)merge_vcpu_tid(&m->vcpu, (uint32_t)vcpu) };
+				   (uint64_t)(int64_t)merge_vcpu_tid(&vm->vcpu, (uint32_t)vcpu) };
 		uint64_t e2[2] = { g->machine_pid, vcpu };
 
 		memcpy(p + 16 + k * 32, e1, 32);
@@ -215,7 +245,7 @@ static int out_index_chunk(struct merge_ctx *m, size_t from, size_t n)
 	return perf_writer_record(m->w, p);
 }
 
-static int out_kernel_mmap(struct merge_ctx *m)
+static int out_kernel_mmap(struct merge_ctx *m, const struct merge_vm *vm)
 {
 	static const char name[] = "[kernel.kallsyms]_text";
 	size_t nl = ALIGN_UP(sizeof(name), 8);
@@ -230,27 +260,40 @@ static int out_kernel_mmap(struct merge_ctx *m)
 	memcpy(p + 8, pt, 8);
 	memcpy(p + 16, v, 24);
 	memcpy(p + 40, name, sizeof(name));
-	put_trailer(p + 40 + nl, -1, -1, 0, 0, m->guest.id_base);
+	put_trailer(p + 40 + nl, -1, -1, 0, 0, vm->guest.id_base);
 	return perf_writer_record(m->w, p);
 }
 
+static size_t vm_ids(const struct merge_vm *vm)
+{
+	return (vm_n_events(vm) + vm_n_perf(vm)) * vm->guest.ncpus;
+}
+
+/* Each VM's ID_INDEX (its ids' machine_pid and vCPU), then, with no host recording, the host
+ * kernel map perf expects (with the first VM's first id), then each VM's guest kernel maps. */
 int merge_out_guest_index(struct merge_ctx *m)
 {
-	const struct merge_guest *g = &m->guest;
-	size_t total = g->present ? (g->n_events + (m->gp.present ? m->gp.n_events : 0)) * g->ncpus : 0;
+	const struct merge_vm *first = NULL;
 	int r = 0;
 
 	m->index_done = true;
-	for (size_t i = 0; i < total && r >= 0; i += ID_INDEX_MAX_PER_RECORD)
-		r = out_index_chunk(m, i, MIN((size_t)ID_INDEX_MAX_PER_RECORD, total - i));
-	if (r >= 0 && !m->host.present && total)
-		r = out_kernel_mmap(m);
-	if (r >= 0)
-		r = out_gperf_kernel_mmap(m);
+	for (size_t v = 0; v < m->n_vm && r >= 0; v++) {
+		size_t total = vm_ids(&m->vm[v]);
+
+		if (total && !first)
+			first = &m->vm[v];
+		for (size_t i = 0; i < total && r >= 0; i += ID_INDEX_MAX_PER_RECORD)
+			r = out_index_chunk(m, &m->vm[v], i, MIN((size_t)ID_INDEX_MAX_PER_RECORD, total - i));
+	}
+	if (r >= 0 && !m->host.present && first)
+		r = out_kernel_mmap(m, first);
+	for (size_t v = 0; v < m->n_vm && r >= 0; v++)
+		r = out_gperf_kernel_mmap(m, &m->vm[v]);
 	return r;
 }
 
-static int out_comm(struct merge_ctx *m, const struct guest_task *t, uint64_t ts, uint16_t misc)
+static int out_comm(struct merge_ctx *m, const struct merge_vm *vm, const struct guest_task *t, uint64_t ts,
+		    uint16_t misc)
 {
 	size_t cl = ALIGN_UP(strlen(t->comm) + 1, 8);
 	uint8_t *p = m->rec;
@@ -262,23 +305,23 @@ static int out_comm(struct merge_ctx *m, const struct guest_task *t, uint64_t ts
 	memcpy(p, &h, 8);
 	memcpy(p + 8, pt, 8);
 	memcpy(p + 16, t->comm, strlen(t->comm));
-	put_trailer(p + 16 + cl, t->tgid, t->pid, ts, 0, m->guest.id_base);
+	put_trailer(p + 16 + cl, t->tgid, t->pid, ts, 0, vm->guest.id_base);
 	return perf_writer_record(m->w, p);
 }
 
-static int out_comms(struct merge_ctx *m, uint64_t ts)
+static int out_comms(struct merge_ctx *m, struct merge_vm *vm, uint64_t ts)
 {
-	const struct merge_guest *g = &m->guest;
+	const struct merge_guest *g = &vm->guest;
 	int r = 0;
 
-	m->comms_done = true;
+	vm->comms_done = true;
 	for (size_t i = 0; g->tasks && i < g->n_tasks && r >= 0; i++)
 		if (g->tasks[i].comm[0])
-			r = out_comm(m, &g->tasks[i], ts, 0);
+			r = out_comm(m, vm, &g->tasks[i], ts, 0);
 	return r;
 }
 
-static int out_lost(struct merge_ctx *m, struct guest_cpu *c)
+static int out_lost(struct merge_ctx *m, struct merge_vm *vm, struct guest_cpu *c)
 {
 	uint8_t *p = m->rec;
 	struct perf_event_header h = { .type = PERF_RECORD_LOST_SAMPLES, .misc = PERF_RECORD_MISC_GUEST_KERNEL,
@@ -286,7 +329,7 @@ static int out_lost(struct merge_ctx *m, struct guest_cpu *c)
 
 	memcpy(p, &h, 8);
 	memcpy(p + 8, &c->pending_lost, 8);
-	put_trailer(p + 16, -1, -1, c->lost_ts, merge_vcpu_cpu(&m->vcpu, c->cpu), guest_id(&m->guest, 0, c->cpu));
+	put_trailer(p + 16, -1, -1, c->lost_ts, merge_vcpu_cpu(&vm->vcpu, c->cpu), guest_id(&vm->guest, 0, c->cpu));
 	c->pending_lost = 0;
 	m->guest_lost_records++;
 	m->last_ts = MAX(m->last_ts, c->lost_ts);
@@ -295,7 +338,8 @@ static int out_lost(struct merge_ctx *m, struct guest_cpu *c)
 
 /* A task named by this event for the first time, or renamed since (exec): a COMM at the
  * event's time, so perf shows the name from then on (the merge reads each event once). */
-static int out_renames(struct merge_ctx *m, const struct guest_cpu *c, const struct guest_event *e)
+static int out_renames(struct merge_ctx *m, struct merge_vm *vm, const struct guest_cpu *c,
+		       const struct guest_event *e)
 {
 	const struct ftrace_event *ev = &c->head;
 	int r = 0;
@@ -308,22 +352,22 @@ static int out_renames(struct merge_ctx *m, const struct guest_cpu *c, const str
 		if (!e->comm[i])
 			continue;
 		memcpy(&pid, ev->data + e->pid[i]->offset, 4);
-		t = merge_meta_task_see(&m->guest, pid, (const char *)ev->data + e->comm[i]->offset, 16, &first);
+		t = merge_meta_task_see(&vm->guest, pid, (const char *)ev->data + e->comm[i]->offset, 16, &first);
 		if (t)
-			r = out_comm(m, t, c->head_ts, first ? 0 : PERF_RECORD_MISC_COMM_EXEC);
+			r = out_comm(m, vm, t, c->head_ts, first ? 0 : PERF_RECORD_MISC_COMM_EXEC);
 	}
 	return r;
 }
 
-static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
+static int out_sample(struct merge_ctx *m, struct merge_vm *vm, struct guest_cpu *c)
 {
-	struct merge_guest *g = &m->guest;
+	struct merge_guest *g = &vm->guest;
 	const struct ftrace_event *ev = &c->head;
 	uint16_t old_id;
 	int32_t idx, pid;
 	struct guest_event *e;
 	uint8_t *p = m->rec;
-	uint32_t raw_size, cpu[2] = { merge_vcpu_cpu(&m->vcpu, c->cpu), 0 }, tid[2];
+	uint32_t raw_size, cpu[2] = { merge_vcpu_cpu(&vm->vcpu, c->cpu), 0 }, tid[2];
 	struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = PERF_RECORD_MISC_GUEST_KERNEL };
 	size_t plen;
 	uint64_t id, period = 1;
@@ -334,7 +378,7 @@ static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
 	memcpy(&old_id, ev->data, 2);
 	idx = g->by_id[old_id];
 	e = &g->events[idx];
-	r = out_renames(m, c, e);
+	r = out_renames(m, vm, c, e);
 	if (r < 0)
 		return r;
 	memcpy(&pid, ev->data + tep_format_field(&e->fmt, "common_pid")->offset, 4);
@@ -363,6 +407,7 @@ static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
 	e->count++;
 	c->events++;
 	m->guest_samples++;
+	vm->samples++;
 	m->first_sample = MIN(m->first_sample, c->head_ts);
 	m->last_sample = MAX(m->last_sample, c->head_ts);
 	m->last_ts = MAX(m->last_ts, c->head_ts);
@@ -370,16 +415,16 @@ static int out_sample(struct merge_ctx *m, struct guest_cpu *c)
 	return perf_writer_record(m->w, p);
 }
 
-int merge_out_guest(struct merge_ctx *m, struct guest_cpu *c)
+int merge_out_guest(struct merge_ctx *m, struct merge_vm *vm, struct guest_cpu *c)
 {
 	int r;
 
 	if (c->pending_lost)
-		r = out_lost(m, c);
-	else if (!m->comms_done && (r = out_comms(m, c->head_ts)) < 0)
+		r = out_lost(m, vm, c);
+	else if (!vm->comms_done && (r = out_comms(m, vm, c->head_ts)) < 0)
 		return r;
 	else
-		r = out_sample(m, c);
+		r = out_sample(m, vm, c);
 	if (r >= 0 && ++m->since_round >= 10000) {
 		static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
 
@@ -453,6 +498,33 @@ static char **host_names(struct merge_ctx *m)
 	return names;
 }
 
+/* The name of attr i: the host's, or a VM's "<prefix><sys>:<event>" or "<perf event>:G". */
+static void attr_name(const struct merge_ctx *m, char **host, size_t i, char *buf, size_t len)
+{
+	size_t nh = m->host.present ? m->host.n_attrs : 0;
+
+	if (i < nh) {
+		snprintf(buf, len, "%s", host[i] ? host[i] : "unknown");
+		return;
+	}
+	i -= nh;
+	for (size_t v = 0; v < m->n_vm; v++) {
+		const struct merge_vm *vm = &m->vm[v];
+
+		if (i < vm_n_events(vm)) {
+			snprintf(buf, len, "%s%s:%s", vm->sys_prefix, vm->guest.events[i].sys, vm->guest.events[i].fmt.name);
+			return;
+		}
+		i -= vm_n_events(vm);
+		if (i < vm_n_perf(vm)) {
+			out_gperf_name(&vm->gp, i, buf, len);
+			return;
+		}
+		i -= vm_n_perf(vm);
+	}
+	snprintf(buf, len, "unknown");
+}
+
 static int event_desc(struct merge_ctx *m, struct buf *b)
 {
 	char **names = host_names(m);
@@ -466,15 +538,9 @@ static int event_desc(struct merge_ctx *m, struct buf *b)
 	for (size_t i = 0; i < m->n_attrs; i++) {
 		const struct perf_attr_ids *a = &m->attrs[i];
 		uint32_t nids = (uint32_t)a->n_ids;
-		char name[2 * TEP_FORMAT_MAX_NAME + 16];
+		char name[2 * TEP_FORMAT_MAX_NAME + 32];
 
-		if (i < nh)
-			snprintf(name, sizeof(name), "%s", names[i] ? names[i] : "unknown");
-		else if (i >= nh + m->guest.n_events)
-			out_gperf_name(&m->gp, i - nh - m->guest.n_events, name, sizeof(name));
-		else
-			snprintf(name, sizeof(name), "guest_%s:%s", m->guest.events[i - nh].sys,
-				 m->guest.events[i - nh].fmt.name);
+		attr_name(m, names, i, name, sizeof(name));
 		buf_put(b, &a->attr, PERF_ATTR_SIZE);
 		buf_put(b, &nids, 4);
 		buf_string(b, name);
@@ -491,7 +557,10 @@ static void nrcpus(struct merge_ctx *m, uint32_t out[2])
 	_cleanup_free_ uint8_t *d = NULL;
 	size_t len;
 
-	out[0] = out[1] = m->guest.present ? m->guest.ncpus : 1;
+	out[0] = out[1] = 1;
+	for (size_t v = 0; v < m->n_vm; v++)
+		if (m->vm[v].guest.present)
+			out[0] = out[1] = MAX(out[0], m->vm[v].guest.ncpus);
 	if (m->host.present && perf_reader_feature(m->host.r, PERF_FEAT_NRCPUS, &d, &len) == 0 && len >= 8) {
 		uint32_t h[2];
 
@@ -550,7 +619,12 @@ static void guest_build_id(const struct merge_guest *g, struct buf *b)
 	buf_put(b, zero, padded - nl);
 }
 
-/* The host's BUILD_ID entries, kept, plus the guest kernel's. */
+static bool vm_has_build_id(const struct merge_vm *vm)
+{
+	return vm->guest.present && vm->guest.build_id_len;
+}
+
+/* The host's BUILD_ID entries, kept, plus each guest kernel's. */
 static int build_ids(struct merge_ctx *m, struct buf *b)
 {
 	_cleanup_free_ uint8_t *d = NULL;
@@ -558,13 +632,18 @@ static int build_ids(struct merge_ctx *m, struct buf *b)
 
 	if (m->host.present && perf_reader_feature(m->host.r, PERF_FEAT_BUILD_ID, &d, &len) == 0)
 		buf_put(b, d, len);
-	guest_build_id(&m->guest, b);
+	for (size_t v = 0; v < m->n_vm; v++)
+		if (vm_has_build_id(&m->vm[v]))
+			guest_build_id(&m->vm[v].guest, b);
 	return b->oom ? -ENOMEM : 0;
 }
 
 static bool guest_has_build_id(const struct merge_ctx *m)
 {
-	return m->guest.present && m->guest.build_id_len;
+	for (size_t v = 0; v < m->n_vm; v++)
+		if (vm_has_build_id(&m->vm[v]))
+			return true;
+	return false;
 }
 
 static int feats_host(struct merge_ctx *m, struct feats *fs)

@@ -6,18 +6,33 @@
 #include "merge.h"
 #include "tracing_data.h"
 
-/* One time-ordered guest stream of the k-way merge: a kind (source.c's table) and its state. */
+/* One guest of the merge (a VM): the session dir's own, then each merge --guest DIR. Each is its
+ * own perf guest machine: its QEMU pid as machine_pid, its sample-id range from guest.id_base,
+ * its vCPU map, its kcore_dir. */
+struct merge_vm {
+	const char *dir;       /* its session dir */
+	char name[64];         /* session.ini vm=, else the dir */
+	char sys_prefix[16];   /* its tracepoint systems: "guest_", then "guest2_".."guest16_" */
+	char label[80];        /* "" with one VM, else "vm NAME: ", before what is said of it */
+	struct merge_guest guest;
+	struct merge_vcpu vcpu;
+	struct merge_gperf gp;
+	bool comms_done;
+	uint64_t samples; /* its guest tracepoint samples written */
+};
+
+/* One time-ordered guest stream of the k-way merge: a kind (source.c's table), its VM, its state. */
 struct merge_source_kind;
 struct merge_source {
 	const struct merge_source_kind *kind;
+	struct merge_vm *vm;
 	void *state;
 };
 
 struct merge_ctx {
 	struct merge_host host;
-	struct merge_guest guest;
-	struct merge_vcpu vcpu;
-	struct merge_gperf gp;
+	struct merge_vm vm[MERGE_MAX_GUESTS];
+	size_t n_vm; /* 1 without --guest */
 	struct perf_writer *w;
 	struct tracing_data td;
 	bool have_td;
@@ -26,7 +41,7 @@ struct merge_ctx {
 	size_t n_attrs;
 	uint64_t first_sample, last_sample, last_ts, since_round;
 	uint64_t live_bound_ns; /* following: the largest error bound of the fits used while tracing */
-	bool index_done, comms_done;
+	bool index_done;
 	uint64_t guest_samples, guest_lost_records, host_written;
 	int zstd;
 	bool out_dir; /* OUT is a perf.data directory (dir.c) */
@@ -40,8 +55,9 @@ void merge_out_used_ids(struct merge_ctx *m);
 int merge_out_attrs(struct merge_ctx *m);
 /* Guest ID_INDEX (and, guest only, the kernel MMAP perf expects). */
 int merge_out_guest_index(struct merge_ctx *m);
-/* Writes c's head: a LOST_SAMPLES or a sample (task COMMs go before the first sample). */
-int merge_out_guest(struct merge_ctx *m, struct guest_cpu *c);
+/* Writes c's head (a vCPU of vm): a LOST_SAMPLES or a sample (vm's task COMMs go before its
+ * first sample). */
+int merge_out_guest(struct merge_ctx *m, struct merge_vm *vm, struct guest_cpu *c);
 /* Final round marker, features, attrs, header. */
 int merge_out_finish(struct merge_ctx *m);
 /* A perf.data at path of what was written so far, the merge going on (merge --follow's
@@ -52,10 +68,21 @@ void merge_out_free(struct merge_ctx *m);
  * (source.c's host records, gperf.c's) call down into it; out.c writes the guest perf attrs and
  * the guest kernel's maps itself, so it calls no source back. */
 int merge_out_emit(struct merge_ctx *m, const void *rec, uint64_t ts);
-/* gperf.c: writes c's head record, converted. */
-int merge_gperf_emit(struct merge_ctx *m, struct gperf_cpu *c);
+/* gperf.c: writes c's head record (a vCPU stream of vm), converted. */
+int merge_gperf_emit(struct merge_ctx *m, struct merge_vm *vm, struct gperf_cpu *c);
 /* dir.c: keeps an existing OUT as OUT.old, decides the output's form (a perf.data
  * directory when guest kernel symbols or guest binaries (OUT/buildids) go with it) and gives the path of the perf.data to write
- * into data; finish adds OUT/kcore_dir__<qemu pid>/kallsyms. 0 or -errno (said). */
-int merge_dir_prepare(struct merge_ctx *m, const char *session_dir, const char *out, char *data, size_t len);
-int merge_dir_finish(struct merge_ctx *m, const char *session_dir, const char *out);
+ * into data; finish adds OUT/kcore_dir__<qemu pid>/kallsyms for each VM (from its own session
+ * dir). 0 or -errno (said). */
+int merge_dir_prepare(struct merge_ctx *m, const char *out, char *data, size_t len);
+int merge_dir_finish(struct merge_ctx *m, const char *out);
+/* vm.c: checks and loads the VMs of o (the session dir's, each --guest), names them; 0 or -errno
+ * (said). */
+int merge_vm_load(struct merge_ctx *m, const struct merge_options *o);
+/* The first VM with guest data, or NULL. */
+struct merge_vm *merge_vm_first(struct merge_ctx *m);
+/* After the host recording and tracing data: each VM's vCPU map, kallsyms, guest perf streams. */
+int merge_vm_prepare(struct merge_ctx *m, const char *host_path);
+/* Each VM's merge.ini in its session dir. */
+void merge_vm_info(const struct merge_ctx *m, const char *output);
+void merge_vm_free(struct merge_ctx *m);

@@ -28,41 +28,41 @@ int merge_source_host_emit(struct merge_ctx *m, struct host_rec *q, bool immedia
 			m->last_sample = MAX(m->last_sample, q->ts);
 		}
 	}
-	if (!immediate && h->type == PERF_RECORD_SAMPLE)
-		merge_vcpu_host(&m->vcpu, &m->host, h);
+	for (size_t v = 0; !immediate && h->type == PERF_RECORD_SAMPLE && v < m->n_vm; v++)
+		merge_vcpu_host(&m->vm[v].vcpu, &m->host, h);
 	m->host_written += h->type == PERF_RECORD_SAMPLE;
 	return merge_out_emit(m, q->data, immediate ? 0 : q->ts);
 }
 
-/* The guest's streams, one kind per row: a vCPU's ftrace pages (guest.c), its perf records
- * (gperf.c). A new kind of stream is one more row. */
-static bool src_ftrace_peek(struct merge_ctx *m, void *st, uint64_t *ret_ts)
+/* The guests' streams, one kind per row: a vCPU's ftrace pages (guest.c), its perf records
+ * (gperf.c); each stream belongs to one VM (s->vm). A new kind of stream is one more row. */
+static bool src_ftrace_peek(const struct merge_source *s, uint64_t *ret_ts)
 {
-	struct guest_cpu *c = st;
+	struct guest_cpu *c = s->state;
 
-	if (!merge_guest_peek(&m->guest, c))
+	if (!merge_guest_peek(&s->vm->guest, c))
 		return false;
 	*ret_ts = c->pending_lost ? c->lost_ts : c->head_ts;
 	return true;
 }
 
-static int src_ftrace_emit(struct merge_ctx *m, void *st)
+static int src_ftrace_emit(struct merge_ctx *m, const struct merge_source *s)
 {
-	return merge_out_guest(m, st);
+	return merge_out_guest(m, s->vm, s->state);
 }
 
-static bool src_ftrace_blocked(struct merge_ctx *m, void *st, uint64_t *ret_bound)
+static bool src_ftrace_blocked(const struct merge_source *s, uint64_t *ret_bound)
 {
-	struct guest_cpu *c = st;
+	struct guest_cpu *c = s->state;
 
 	if (c->blocked)
-		*ret_bound = merge_guest_bound(&m->guest, c);
+		*ret_bound = merge_guest_bound(&s->vm->guest, c);
 	return c->blocked;
 }
 
-static void src_ftrace_raise(struct merge_ctx *m, void *st, uint64_t ts)
+static void src_ftrace_raise(const struct merge_source *s, uint64_t ts)
 {
-	struct guest_cpu *c = st;
+	struct guest_cpu *c = s->state;
 
 	if (c->pending_lost)
 		c->lost_ts = ts;
@@ -71,52 +71,52 @@ static void src_ftrace_raise(struct merge_ctx *m, void *st, uint64_t ts)
 	c->last_ts = MAX(c->last_ts, ts);
 }
 
-static void *src_ftrace_state(struct merge_ctx *m, size_t i)
+static void *src_ftrace_state(struct merge_vm *vm, size_t i)
 {
-	return m->guest.present && i < m->guest.ncpus ? &m->guest.cpus[i] : NULL;
+	return vm->guest.present && i < vm->guest.ncpus ? &vm->guest.cpus[i] : NULL;
 }
 
-static bool src_gperf_peek(struct merge_ctx *m, void *st, uint64_t *ret_ts)
+static bool src_gperf_peek(const struct merge_source *s, uint64_t *ret_ts)
 {
-	struct gperf_cpu *c = st;
+	struct gperf_cpu *c = s->state;
 
-	if (!merge_gperf_peek(&m->gp, &m->guest, c))
+	if (!merge_gperf_peek(&s->vm->gp, &s->vm->guest, c))
 		return false;
 	*ret_ts = c->head_ts;
 	return true;
 }
 
-static int src_gperf_emit(struct merge_ctx *m, void *st)
+static int src_gperf_emit(struct merge_ctx *m, const struct merge_source *s)
 {
-	return merge_gperf_emit(m, st);
+	return merge_gperf_emit(m, s->vm, s->state);
 }
 
-static bool src_gperf_blocked(struct merge_ctx *m, void *st, uint64_t *ret_bound)
+static bool src_gperf_blocked(const struct merge_source *s, uint64_t *ret_bound)
 {
-	struct gperf_cpu *c = st;
+	struct gperf_cpu *c = s->state;
 
 	if (c->blocked)
-		*ret_bound = merge_gperf_bound(&m->guest, c);
+		*ret_bound = merge_gperf_bound(&s->vm->guest, c);
 	return c->blocked;
 }
 
-static void src_gperf_raise(struct merge_ctx *m, void *st, uint64_t ts)
+static void src_gperf_raise(const struct merge_source *s, uint64_t ts)
 {
-	struct gperf_cpu *c = st;
+	struct gperf_cpu *c = s->state;
 
 	c->head_ts = ts;
 	c->last_ts = MAX(c->last_ts, ts);
 }
 
 /* Records of one time from different CPUs: a FORK's CPU first (merge_gperf_rank). */
-static unsigned src_gperf_rank(struct merge_ctx *m, void *st)
+static unsigned src_gperf_rank(const struct merge_source *s)
 {
-	return merge_gperf_rank(&m->guest, st);
+	return merge_gperf_rank(&s->vm->guest, s->state);
 }
 
-static void *src_gperf_state(struct merge_ctx *m, size_t i)
+static void *src_gperf_state(struct merge_vm *vm, size_t i)
 {
-	return m->gp.present && i < m->gp.ncpus_total ? &m->gp.cpus[i] : NULL;
+	return vm->gp.present && i < vm->gp.ncpus_total ? &vm->gp.cpus[i] : NULL;
 }
 
 static const struct merge_source_kind source_kinds[] = {
@@ -126,42 +126,43 @@ static const struct merge_source_kind source_kinds[] = {
 	  .blocked = src_gperf_blocked, .raise = src_gperf_raise, .rank = src_gperf_rank },
 };
 
-/* Every guest stream of every kind (the host recording is merged beside them in merge_loop). */
 int merge_sources(struct merge_ctx *m)
 {
 	size_t n = 0;
 
-	for (size_t k = 0; k < ARRAY_SIZE(source_kinds); k++)
-		for (size_t i = 0; source_kinds[k].state(m, i); i++)
-			n++;
+	for (size_t v = 0; v < m->n_vm; v++)
+		for (size_t k = 0; k < ARRAY_SIZE(source_kinds); k++)
+			for (size_t i = 0; source_kinds[k].state(&m->vm[v], i); i++)
+				n++;
 	m->src = calloc(n + 1, sizeof(*m->src));
 	if (!m->src)
 		return -ENOMEM;
-	for (size_t k = 0; k < ARRAY_SIZE(source_kinds); k++)
-		for (size_t i = 0; source_kinds[k].state(m, i); i++)
-			m->src[m->n_src++] = (struct merge_source){ .kind = &source_kinds[k],
-								 .state = source_kinds[k].state(m, i) };
+	for (size_t v = 0; v < m->n_vm; v++)
+		for (size_t k = 0; k < ARRAY_SIZE(source_kinds); k++)
+			for (size_t i = 0; source_kinds[k].state(&m->vm[v], i); i++)
+				m->src[m->n_src++] = (struct merge_source){ .kind = &source_kinds[k], .vm = &m->vm[v],
+									 .state = source_kinds[k].state(&m->vm[v], i) };
 	return 0;
 }
 
-unsigned merge_source_rank(struct merge_ctx *m, const struct merge_source *s)
+unsigned merge_source_rank(const struct merge_source *s)
 {
-	return s->kind->rank ? s->kind->rank(m, s->state) : 1;
+	return s->kind->rank ? s->kind->rank(s) : 1;
 }
 
 /* Whether s, whose next record is at t, goes before *best (at *bt): the earlier time, then on a
  * tie the lower rank (asked only then: *brank < 0 until asked), then the first stream. */
-bool merge_source_before(struct merge_ctx *m, struct merge_source *s, uint64_t t,
-			 struct merge_source **best, uint64_t *bt, int *brank)
+bool merge_source_before(struct merge_source *s, uint64_t t, struct merge_source **best, uint64_t *bt,
+			 int *brank)
 {
 	int rank = -1;
 
 	if (*best && t > *bt)
 		return false;
 	if (*best && t == *bt) {
-		rank = (int)merge_source_rank(m, s);
+		rank = (int)merge_source_rank(s);
 		if (*brank < 0)
-			*brank = (int)merge_source_rank(m, *best);
+			*brank = (int)merge_source_rank(*best);
 		if (rank >= *brank)
 			return false;
 	}
@@ -177,8 +178,8 @@ struct merge_source *merge_source_min(struct merge_ctx *m, uint64_t *ret_ts)
 	int brank = -1;
 
 	for (size_t i = 0; i < m->n_src; i++)
-		if (m->src[i].kind->peek(m, m->src[i].state, &t))
-			merge_source_before(m, &m->src[i], t, &best, &bt, &brank);
+		if (m->src[i].kind->peek(&m->src[i], &t))
+			merge_source_before(&m->src[i], t, &best, &bt, &brank);
 	*ret_ts = bt;
 	return best;
 }

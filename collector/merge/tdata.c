@@ -71,17 +71,21 @@ static int follow_host_td(struct merge_ctx *m)
 	return 0;
 }
 
-/* The guest's remapped formats, as guest_<sys>, into m->td. */
+/* Each guest's remapped formats, as <its prefix><sys> (guest_sched, guest2_sched...), into m->td. */
 static int td_add_guest(struct merge_ctx *m)
 {
-	for (size_t i = 0; i < m->guest.n_events; i++) {
-		const struct guest_event *e = &m->guest.events[i];
-		char sys[TEP_FORMAT_MAX_NAME + 8];
-		int r;
+	for (size_t v = 0; v < m->n_vm; v++) {
+		const struct merge_vm *vm = &m->vm[v];
 
-		snprintf(sys, sizeof(sys), "guest_%s", e->sys);
-		if ((r = tracing_data_add_event(&m->td, sys, e->text, e->text_len)) < 0)
-			return r;
+		for (size_t i = 0; vm->guest.present && i < vm->guest.n_events; i++) {
+			const struct guest_event *e = &vm->guest.events[i];
+			char sys[TEP_FORMAT_MAX_NAME + sizeof(vm->sys_prefix)];
+			int r;
+
+			snprintf(sys, sizeof(sys), "%s%s", vm->sys_prefix, e->sys);
+			if ((r = tracing_data_add_event(&m->td, sys, e->text, e->text_len)) < 0)
+				return r;
+		}
 	}
 	return 0;
 }
@@ -100,7 +104,27 @@ int merge_tdata_final(struct merge_ctx *m)
 	tracing_data_free(&m->td);
 	m->td = td;
 	m->have_td = true;
-	return m->guest.present ? td_add_guest(m) : 0;
+	return td_add_guest(m);
+}
+
+/* A VM's guest events get tracepoint ids no one else has (the host's, the VMs' before it). */
+static int td_remap(struct merge_ctx *m, struct merge_vm *vm, char *why, size_t whylen)
+{
+	struct merge_guest *g = &vm->guest;
+	int r;
+
+	if (m->td.long_size != g->layout.commit_size) {
+		snprintf(why, whylen, "%sthe guest's long size (%u) differs from the host's (%u)", vm->label,
+			 g->layout.commit_size, m->td.long_size);
+		return -EPROTONOSUPPORT;
+	}
+	if ((r = merge_guest_remap(g, m->used)) < 0) {
+		snprintf(why, whylen, "%sno free tracepoint ids left for the guest's events", vm->label);
+		return r;
+	}
+	for (size_t i = 0; i < g->n_events; i++)
+		m->used[g->events[i].new_id / 8] |= (uint8_t)(1u << (g->events[i].new_id % 8));
+	return 0;
 }
 
 /* Host TRACING_DATA (or a fresh one from the guest's headers) plus the remapped guest events. */
@@ -121,24 +145,18 @@ int merge_tdata_build(struct merge_ctx *m, char *why, size_t whylen)
 		m->have_td = true;
 	}
 	merge_out_used_ids(m);
-	if (!m->guest.present)
+	if (!merge_vm_first(m))
 		return 0;
 	if (!m->have_td) {
-		const struct merge_guest *g = &m->guest;
+		const struct merge_guest *g = &merge_vm_first(m)->guest;
 
 		if ((r = tracing_data_init(&m->td, (uint8_t)g->layout.commit_size, g->page_size, g->header_page,
 					   g->hp_len, g->header_event, g->he_len)) < 0)
 			return r;
 		m->have_td = true;
 	}
-	if (m->td.long_size != m->guest.layout.commit_size) {
-		snprintf(why, whylen, "the guest's long size (%u) differs from the host's (%u)",
-			 m->guest.layout.commit_size, m->td.long_size);
-		return -EPROTONOSUPPORT;
-	}
-	if ((r = merge_guest_remap(&m->guest, m->used)) < 0) {
-		snprintf(why, whylen, "no free tracepoint ids left for the guest's events");
-		return r;
-	}
+	for (size_t v = 0; v < m->n_vm; v++)
+		if (m->vm[v].guest.present && (r = td_remap(m, &m->vm[v], why, whylen)) < 0)
+			return r;
 	return td_add_guest(m);
 }
