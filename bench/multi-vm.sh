@@ -52,7 +52,10 @@ trace() { # MODE N ROUND
 	local set=("${VMS[@]:0:$n}")
 	mkdir -p "$out"
 	u0=$(cat "$CG/cpuacct.usage") t0=$(date +%s.%N)
-	if [ "$mode" = one ]; then
+	if [ "$mode" = one ] && [ "$n" = 1 ]; then
+		echo "RESULT mode=one vms=1: one VM is one session (the same as mode=separate)"
+		return 0
+	elif [ "$mode" = one ]; then
 		for v in "${set[@]}"; do names+=(--name "vt$v"); done
 		in_cg "$TRACE_COLLECTOR" start "${names[@]}" --vm-root "$ROOT" --run-dir "$RUN" "${START[@]}" \
 			-o "$out/all.data" >"$out/start.log" 2>&1 || { echo "start failed: $(cat "$out/start.log")"; return 1; }
