@@ -106,6 +106,13 @@ struct start_opts {
 	bool agent_events;            /* --agent-events: the agent's own threads traced too */
 	const char *kvm_debugfs;      /* debugfs root for the kvm method */
 	struct guest_perf_opts perf;  /* --guest-perf, --guest-freq, --guest-perf-kb */
+	/* Several VMs in one session (start --name A --name B, --all; collector/vmgroup.c): */
+	const char *names[16];        /* every --name, in order (VMGROUP_MAX_VMS) */
+	unsigned nnames;
+	bool all;                     /* --all: every VM dir under vm_root */
+	const char *vm_root;          /* --vm-root: the VM dirs are ROOT/NAME */
+	const char *group;            /* the set's id (session.ini group=); NULL: one VM */
+	char group_leader[PATH_MAX];  /* a member: the session dir of the VM that records the host */
 };
 
 /* cmd-status.c: the status client, shared by status, snapshot and stop. */
