@@ -5,8 +5,6 @@
 # each guest writes its own count of numbered markers; one stop merges the set. Checked: one perf
 # record process, every guest's markers all there once and in order, each guest's hold-out
 # probes within its stated clock bound, and perf reads the file with no warning.
-# Until the merge takes --guest, stop's merge of the set fails (said) and each VM's session is
-# merged on its own against vtA's host recording instead.
 . "$(dirname "$0")/lib.sh"
 
 e2e_init four-vms
@@ -85,19 +83,8 @@ for v in "${VMS[@]}"; do # each VM's full stop summary: its session's stop-summa
 			cat "${S[$v]}/stop-summary.txt"
 	done
 done
-if "$TRACE_COLLECTOR" merge --help 2>&1 | grep -q -- '--guest'; then
-	check "stop merges the set into one file (exit $rc)" test $rc -eq 0
-	for v in "${VMS[@]}"; do OUT[$v]=$T/all.data; done
-else
-	echo "note: this merge has no --guest yet: each VM's session is merged on its own against vtA's recording"
-	check "stop: the set's merge fails, saying how to retry" bash -c "grep -q 'retry with: trace-collector merge' <<<\"\$1\"" _ "$sum"
-	for v in "${VMS[@]}"; do
-		OUT[$v]=$T/$v.data
-		msum=$(tc merge "${S[$v]}" -o "${OUT[$v]}" 2>&1)
-		check "merge of $v's session (host: vtA's recording)" test $? -eq 0
-		grep -E '^  (clock|vm pid|vcpu):' <<<"$msum"
-	done
-fi
+check "stop merges the set into one file (exit $rc)" test $rc -eq 0
+for v in "${VMS[@]}"; do OUT[$v]=$T/all.data; done
 for v in "${VMS[@]}"; do
 	use $v
 	check "guest $v powers off cleanly" e2e_end

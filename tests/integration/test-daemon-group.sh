@@ -84,18 +84,11 @@ check_out "stop: members first, then g1" "^== g2: guest ==" echo "$out"
 check "g2 stopped before g1's host recording (stopped_mono_ns $(ini "$S2" stopped_mono_ns) < $(ini "$S1" stopped_mono_ns))" \
 	test "$(ini "$S2" stopped_mono_ns)" -lt "$(ini "$S1" stopped_mono_ns)"
 check_out "g1's host perf stopped at g1's stop" "^host perf: exited with status (0|130)" echo "$out"
-if "$TRACE_COLLECTOR" merge --help 2>&1 | grep -q -- '--guest'; then
-	check "stop merges the set (exit $rc)" test $rc -eq 0
-	check "both sessions state=merged" test "$(ini "$S1" state)/$(ini "$S2" state)" = merged/merged
-	pids=$(perf script -i "$T/group.data" -F machine_pid 2>/dev/null | sed -n 's/^ *VM: *\([0-9]*\).*/\1/p' | sort -u | wc -l)
-	check "one file, both guests (machine pids: $pids)" test "$pids" = 2
-	check "perf reads it with no warning" test -z "$(perf script -i "$T/group.data" 2>&1 >/dev/null)"
-else
-	echo "note: this merge has no --guest yet: the set's merge is expected to fail, with the command to retry"
-	check "stop exits 1 when the merge fails" test $rc -eq 1
-	check_out "stop names the merge to retry" "retry with: trace-collector merge $S1 --guest $S2 -o $T/group.data" echo "$out"
-	check "group.ini state=stopped" test "$(gini "$S1" state)" = stopped
-fi
+check "stop merges the set (exit $rc)" test $rc -eq 0
+check "both sessions state=merged" test "$(ini "$S1" state)/$(ini "$S2" state)" = merged/merged
+pids=$(perf script -i "$T/group.data" -F machine_pid 2>/dev/null | sed -n 's/^ *VM: *\([0-9]*\).*/\1/p' | sort -u | wc -l)
+check "one file, both guests (machine pids: $pids)" test "$pids" = 2
+check "perf reads it with no warning" test -z "$(perf script -i "$T/group.data" 2>&1 >/dev/null)"
 
 # A set of one traced VM (g3 failed): one merge of g1's session, no --guest.
 out=$(gstart --name g1 --name g3 --allow-partial 2>&1); rc=$?
