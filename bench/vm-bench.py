@@ -307,6 +307,10 @@ class Bench:
             self.tc.kill()
             rc = self.tc.wait()
         stop_s = time.monotonic() - t0
+        try:  # recorders a crashed or killed trace-cmd left behind would read on and cost CPU
+            os.killpg(self.tc.pid, 9)
+        except ProcessLookupError:
+            pass
         for _ in range(100):
             if self.cg_theirs is None or not open(os.path.join(self.cg_theirs, "cgroup.procs")).read().strip():
                 break
