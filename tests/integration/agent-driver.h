@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* agent-driver: drives the real trace-agent on the host's tracefs (agent-driver.c: the driver,
- * agent-driver-walk.c: the checks; the cases in agent-driver-session.c, -faults.c, -perf.c). */
+ * agent-driver-walk.c: the checks; the cases in agent-driver-session.c, agent-driver-faults.c and
+ * agent-driver-perf.c). */
 #pragma once
 
 #include <pthread.h>
