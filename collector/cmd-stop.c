@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 
 #include "collector.h"
+#include "disk.h"
 #include "gbin.h"
 #include "log.h"
+#include "session.h"
 #include "util.h"
 #include "vmgroup.h"
 

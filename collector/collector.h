@@ -132,7 +132,3 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 /* Runs the daemon; notify_fd (or -1 in the foreground) receives "dir PATH", then "ok" or "fail". */
 int daemon_run(const struct start_opts *o, int lock_fd, int notify_fd);
 
-/* cmd-stop.c reads session.ini and the disk budget and takes their headers from here until its
- * own include lines name them (its summary is being reworked on another branch). */
-#include "disk.h"
-#include "session.h"
