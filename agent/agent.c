@@ -92,55 +92,12 @@ static void agent_ctl_open(struct agent *a)
 	log_debug("control port open");
 }
 
-static void agent_signal(struct agent *a)
-{
-	struct signalfd_siginfo si;
-
-	if (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
-		log_info("signal %u: stopping", si.ssi_signo);
-		a->quit = true;
-	}
-}
-
-/* Waits until the control port takes bytes again: 0, or -ECANCELED on a signal (SIGTERM
- * must not wait on a host that stopped reading), -EPIPE, -errno. */
-static int agent_wait_writable(struct agent *a)
-{
-	struct pollfd pfd[2] = { { .fd = a->ctl.wr, .events = POLLOUT }, { .fd = a->sig_fd, .events = POLLIN } };
-
-	if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-		return -errno;
-	if (pfd[1].revents & POLLIN) {
-		agent_signal(a);
-		return -ECANCELED;
-	}
-	if (pfd[0].revents & (POLLERR | POLLHUP | POLLNVAL))
-		return -EPIPE;
-	return 0;
-}
-
-/* Writes the whole reply; a host that stops reading cannot keep SIGTERM from us. */
-static int agent_write(struct agent *a, const uint8_t *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = util_xfer_step(write(a->ctl.wr, p, len));
-
-		if (n == -EAGAIN)
-			n = agent_wait_writable(a);
-		if (n < 0)
-			return (int)n;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static void agent_reply(struct agent *a, struct vt_buf *out)
 {
 	int r = 0;
 
 	if (out->len > 0 && a->ctl.wr >= 0)
-		r = agent_write(a, out->data, out->len);
+		r = ctlout_write(a, out->data, out->len);
 	out->len = 0;
 	out->oom = false;
 	if (r < 0) {
@@ -213,7 +170,7 @@ static void agent_loop(struct agent *a)
 			continue;
 		}
 		if (pfd[0].revents & POLLIN)
-			agent_signal(a);
+			ctlout_signal(a);
 		else if (a->ctl.rd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
 			agent_ctl_read(a);
 		else if (a->ctl.rd < 0 && (pfd[1].revents & POLLIN) &&

@@ -76,9 +76,15 @@ int tracefs_reset(const struct tracefs *t);
 int tracefs_exclude_self(struct tracefs *t, bool exclude);
 /* 0 if the config can be applied; else -errno and *ret_msg says what is wrong. */
 int tracefs_config_check(const struct tracefs *t, const struct agent_config *c, char **ret_msg);
+/* A START's progress reports (ctlout_progress_cb with the agent), or NULL for none. */
+struct tracefs_progress {
+	void (*fn)(void *data, uint32_t step, uint32_t done, uint32_t total);
+	void *data;
+};
 /* Applies a complete config (events and clock set), writing only what changed since the last
- * one applied. */
-int tracefs_config_apply(struct tracefs *t, const struct agent_config *c, char **ret_msg);
+ * one applied; the events enabled, then the other settings, reported to progress. */
+int tracefs_config_apply(struct tracefs *t, const struct agent_config *c, const struct tracefs_progress *progress,
+			 char **ret_msg);
 /* Calls fn for every concrete event ("sys", "event") the list selects. */
 int tracefs_events_foreach(const struct tracefs *t, const char *list,
 			   int (*fn)(const char *sys, const char *ev, void *data), void *data);
@@ -200,6 +206,27 @@ int clocks_read(const char *clock, uint64_t *ret);
 /* "mono=4000000ns mono_raw=... x86-tsc=38cycles": each readable clock's smallest step. */
 void clocks_resolution(char *buf, size_t len);
 
+/* ---- ctlout.c: what the agent writes on agent-ctl-path ---- */
+/* Where the START being run is (PROGRESS frames, docs/protocol.md §1). */
+struct start_progress {
+	bool want;        /* the host asked for PROGRESS (START's WANT_PROGRESS) */
+	uint32_t seq;     /* START's seq, echoed */
+	uint32_t step, done; /* the last report */
+	uint64_t t0_ns, sent_ns;
+	uint64_t dropped; /* reports not sent: the port was full */
+};
+struct agent;
+/* A pending SIGTERM/SIGINT: sets quit. */
+void ctlout_signal(struct agent *a);
+/* Writes a whole buffer to the control port, waiting while it is full; a signal cancels. */
+int ctlout_write(struct agent *a, const uint8_t *p, size_t len);
+/* A START begins (seq: its frame's; want: it asked for PROGRESS); legacy starts want none. */
+void ctlout_progress_begin(struct agent *a, uint32_t seq, bool want);
+/* The start is at step (enum vt_start_step), done of total items: logged at each new step, and
+ * sent when asked for (a new step at once, the same step's count at most 4 times a second). */
+void ctlout_progress(struct agent *a, uint32_t step, uint32_t done, uint32_t total);
+void ctlout_progress_cb(void *agent, uint32_t step, uint32_t done, uint32_t total);
+
 /* ---- agent.c / session.c / control.c / meta.c ---- */
 /* A guest file kept across sessions while its key (what it depends on) is unchanged. */
 struct meta_cache {
@@ -227,6 +254,7 @@ struct agent {
 	struct pump_shared sh;
 	struct pump *pumps;
 	struct perf_pump *perf; /* NULL: the session runs no guest perf */
+	struct start_progress progress;
 	struct meta_cache kallsyms;
 	char clock_res[256]; /* clocks_resolution(), measured at the first HELLO */
 };

@@ -200,6 +200,7 @@ static void control_start(struct agent *a, const struct vt_msg *m, struct vt_buf
 	_cleanup_free_ struct vt_cpu_stats *stats = NULL;
 	_cleanup_free_ struct vt_perf_stats *perf = NULL;
 	_cleanup_free_ char *msg = NULL;
+	uint32_t want_progress = 0;
 	uint64_t id;
 	int r;
 
@@ -207,6 +208,8 @@ static void control_start(struct agent *a, const struct vt_msg *m, struct vt_buf
 		reply_error(out, m->hdr.seq, EINVAL, "START needs a SESSION attribute (u64)");
 		return;
 	}
+	(void)vt_msg_u32(m, VT_A_WANT_PROGRESS, &want_progress); /* absent (an older host): none */
+	ctlout_progress_begin(a, m->hdr.seq, want_progress == 1);
 	r = session_start(a, id, &msg);
 	if (r < 0) {
 		reply_error(out, m->hdr.seq, r, "cannot start session %" PRIu64 ": %s", id,
@@ -372,6 +375,7 @@ void control_legacy(struct agent *a, char c)
 		return;
 	}
 	r = config_default(&a->cfg, a->cfg.buffer_kb);
+	ctlout_progress_begin(a, 0, false);
 	if (r == 0)
 		r = session_start(a, 0, &msg);
 	if (r < 0)

@@ -16,7 +16,10 @@
 
 #define SESSION_QUIT_DRAIN_MS 3000
 #define SESSION_STOP_DRAIN_MS 10000 /* a STOP whose ports nobody reads gives up the end markers */
-#define SESSION_READY_MS 10000      /* each pump bounds its own begin marker at 5 s */
+/* Begin markers: each pump bounds its own at 5 s once it runs; a big guest under TCG starts its
+ * threads slowly, so the wait lasts while markers come, within 10 s + 1 s per stream in all. */
+#define SESSION_READY_MS 10000
+#define SESSION_READY_PER_STREAM_MS 1000
 
 static bool session_cpu_online(unsigned cpu)
 {
@@ -72,17 +75,39 @@ static void session_abort(struct agent *a, bool *aborted)
 	*aborted = true;
 }
 
-/* Waits until efd has counted want events; SIGTERM/SIGINT meanwhile aborts the pumps, and so
- * does a wait longer than timeout_ms (-1: none). What the pumps were doing is named in the log. */
-static int session_wait(struct agent *a, int efd, uint64_t want, int timeout_ms, const char *what)
+/* What session_wait waits for: efd to count want events. */
+struct session_waiting {
+	int efd;
+	uint64_t want;
+	int idle_ms;   /* abort the pumps after this long without a count (-1: never)... */
+	int total_ms;  /* ...or this long in all (-1: no such bound) */
+	uint32_t step; /* each count reported as this step of the START (0: none) */
+	const char *what;
+};
+
+/* How long poll may sleep before one of w's bounds (-1: none). */
+static int session_wait_ms(const struct session_waiting *w, uint64_t t0, uint64_t last, uint64_t now)
 {
-	struct pollfd pfd[2] = { { .fd = efd, .events = POLLIN }, { .fd = a->sig_fd, .events = POLLIN } };
-	uint64_t got = 0, v;
+	uint64_t end = last + (uint64_t)w->idle_ms * 1000000ull;
+
+	if (w->idle_ms < 0)
+		return -1;
+	if (w->total_ms >= 0)
+		end = MIN(end, t0 + (uint64_t)w->total_ms * 1000000ull);
+	return end > now ? (int)((end - now + 999999) / 1000000) : 0;
+}
+
+/* Waits until w->efd has counted w->want events; SIGTERM/SIGINT meanwhile aborts the pumps,
+ * and so does a wait past w's bounds. What the pumps were doing is named in the log. */
+static int session_wait(struct agent *a, const struct session_waiting *w)
+{
+	struct pollfd pfd[2] = { { .fd = w->efd, .events = POLLIN }, { .fd = a->sig_fd, .events = POLLIN } };
+	uint64_t got = 0, v, t0 = util_now_ns(CLOCK_MONOTONIC), last = t0;
 	bool aborted = false;
 	int ret = 0;
 
-	while (got < want) {
-		int n = poll(pfd, 2, aborted ? -1 : timeout_ms);
+	while (got < w->want) {
+		int n = poll(pfd, 2, aborted ? -1 : session_wait_ms(w, t0, last, util_now_ns(CLOCK_MONOTONIC)));
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -91,8 +116,10 @@ static int session_wait(struct agent *a, int efd, uint64_t want, int timeout_ms,
 			return -errno;
 		}
 		if (n == 0) {
-			log_warn("%llu of %llu CPU threads still %s after %d ms: aborting them",
-				 (unsigned long long)(want - got), (unsigned long long)want, what, timeout_ms);
+			log_warn("%llu of %llu CPU threads still %s after %.1f s (none for %.1f s): aborting them",
+				 (unsigned long long)(w->want - got), (unsigned long long)w->want, w->what,
+				 (double)(util_now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
+				 (double)(util_now_ns(CLOCK_MONOTONIC) - last) / 1e9);
 			session_abort(a, &aborted);
 			ret = -ETIMEDOUT;
 		}
@@ -106,8 +133,12 @@ static int session_wait(struct agent *a, int efd, uint64_t want, int timeout_ms,
 				ret = ret ? ret : -EINTR;
 			}
 		}
-		if ((pfd[0].revents & POLLIN) && read(efd, &v, sizeof(v)) == sizeof(v))
+		if ((pfd[0].revents & POLLIN) && read(w->efd, &v, sizeof(v)) == sizeof(v)) {
 			got += v;
+			last = util_now_ns(CLOCK_MONOTONIC);
+			if (w->step)
+				ctlout_progress(a, w->step, (uint32_t)MIN(got, w->want), (uint32_t)w->want);
+		}
 	}
 	return ret;
 }
@@ -133,6 +164,7 @@ static unsigned session_launch(struct agent *a)
 			continue;
 		}
 		started++;
+		ctlout_progress(a, VT_STEP_THREADS, cpu + 1, a->ncpus * (a->perf ? 2 : 1));
 	}
 	return started;
 }
@@ -159,6 +191,7 @@ static unsigned session_launch_perf(struct agent *a)
 			continue;
 		}
 		started++;
+		ctlout_progress(a, VT_STEP_THREADS, a->ncpus + cpu + 1, 2 * a->ncpus);
 	}
 	return started;
 }
@@ -232,9 +265,11 @@ static int session_prepare(struct agent *a, char **ret_msg)
 	int r = tracefs_set_on(&a->tfs, false);
 
 	if (r == 0)
-		r = tracefs_config_apply(&a->tfs, &a->cfg, ret_msg);
-	if (r == 0)
+		r = tracefs_config_apply(&a->tfs, &a->cfg, &(struct tracefs_progress){ ctlout_progress_cb, a }, ret_msg);
+	if (r == 0) {
+		ctlout_progress(a, VT_STEP_RESET, 0, 0);
 		r = tracefs_reset(&a->tfs);
+	}
 	if (r < 0 && !*ret_msg && asprintf(ret_msg, "cannot prepare ftrace instance %s: %s",
 					   a->tfs.inst_path, strerror(-r)) < 0)
 		*ret_msg = NULL;
@@ -274,12 +309,15 @@ static int session_begin(struct agent *a, unsigned *ret_started, unsigned *ret_p
 		perf_started = session_launch_perf(a);
 	*ret_started = started;
 	*ret_perf = perf_started;
-	r = session_wait(a, a->sh.ready_efd, started + perf_started, SESSION_READY_MS,
-			 "writing their begin markers");
+	r = session_wait(a, &(struct session_waiting){ .efd = a->sh.ready_efd, .want = started + perf_started,
+		.idle_ms = SESSION_READY_MS, .step = VT_STEP_BEGIN, .what = "writing their begin markers",
+		.total_ms = SESSION_READY_MS + SESSION_READY_PER_STREAM_MS * (int)(started + perf_started) });
 	if (r < 0) {
-		if (asprintf(ret_msg, r == -ETIMEDOUT ? "CPU threads did not get their begin markers into "
-			     "their ports within %d ms: aborted" : "interrupted while starting (%d ms)",
-			     SESSION_READY_MS) < 0)
+		if (r != -ETIMEDOUT)
+			*ret_msg = strdup("interrupted while starting");
+		else if (asprintf(ret_msg, "CPU threads did not get their begin markers into their ports (none "
+				  "for %d ms, or %d ms + %d ms per stream in all): aborted", SESSION_READY_MS,
+				  SESSION_READY_MS, SESSION_READY_PER_STREAM_MS) < 0)
 			*ret_msg = NULL;
 		return r;
 	}
@@ -325,11 +363,14 @@ int session_start(struct agent *a, uint64_t id, char **ret_msg)
 	r = session_begin(a, &started, &perf_started, ret_msg);
 	a->tracing = true;
 	a->session = id;
+	if (r == 0)
+		ctlout_progress(a, VT_STEP_NOTRACE, 0, 0);
 	if (r == 0 && (r = tracefs_exclude_self(&a->tfs, !a->cfg.agent_events)) < 0) {
 		log_info("the agent's own events stay in the trace: set_event_notrace_pid: %s", strerror(-r));
 		r = 0;
 	}
 	if (r == 0) {
+		ctlout_progress(a, VT_STEP_TRACING_ON, 0, 0);
 		r = tracefs_set_on(&a->tfs, true);
 		if (r < 0 && asprintf(ret_msg, "cannot turn tracing on in %s: %s", a->tfs.inst_path,
 				      strerror(-r)) < 0)
@@ -399,8 +440,9 @@ int session_stop(struct agent *a, struct vt_cpu_stats **ret_stats, struct vt_per
 		started += a->perf && a->perf[cpu].thread_started;
 	}
 	/* A host that stopped reading must not keep us forever (less so when exiting on SIGTERM). */
-	(void)session_wait(a, a->sh.done_efd, started, a->quit ? SESSION_QUIT_DRAIN_MS : SESSION_STOP_DRAIN_MS,
-			   "draining their rings into their ports");
+	(void)session_wait(a, &(struct session_waiting){ .efd = a->sh.done_efd, .want = started,
+		.idle_ms = a->quit ? SESSION_QUIT_DRAIN_MS : SESSION_STOP_DRAIN_MS, .total_ms = -1,
+		.what = "draining their rings into their ports" });
 	r = session_collect(a, ret_stats, ret_perf);
 	free(a->pumps);
 	a->pumps = NULL;

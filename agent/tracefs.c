@@ -399,13 +399,46 @@ int tracefs_config_check(const struct tracefs *t, const struct agent_config *c, 
 	return c->ftrace_filter ? tracefs_check_filter(c->ftrace_filter, ret_msg) : 0;
 }
 
+/* The events of a START being enabled, counted for its progress. */
+struct tracefs_enabling {
+	const struct tracefs *t;
+	const struct tracefs_progress *progress;
+	uint32_t done, total;
+};
+
+static int tracefs_count_one(const char *sys, const char *ev, void *data)
+{
+	(void)sys, (void)ev;
+	((struct tracefs_enabling *)data)->total++;
+	return 0;
+}
+
 static int tracefs_enable_one(const char *sys, const char *ev, void *data)
 {
-	const struct tracefs *t = data;
+	struct tracefs_enabling *e = data;
 	char p[2 * EVENTS_NAME_MAX + 16];
+	int r;
 
 	snprintf(p, sizeof(p), "events/%s/%s/enable", sys, ev);
-	return tracefs_write(t, p, "1");
+	r = tracefs_write(e->t, p, "1");
+	if (r == 0 && e->progress) {
+		e->done++;
+		e->progress->fn(e->progress->data, VT_STEP_EVENTS, e->done, MAX(e->total, e->done));
+	}
+	return r;
+}
+
+/* Enables the events of list, each one a patch of the guest's code: reported one by one. */
+static int tracefs_enable_events(const struct tracefs *t, const char *list, const struct tracefs_progress *progress)
+{
+	struct tracefs_enabling e = { .t = t, .progress = progress };
+	int r = tracefs_write(t, "events/enable", "0");
+
+	if (r == 0 && progress) {
+		(void)tracefs_events_foreach(t, list, tracefs_count_one, &e);
+		progress->fn(progress->data, VT_STEP_EVENTS, 0, e.total);
+	}
+	return r == 0 ? tracefs_events_foreach(t, list, tracefs_enable_one, &e) : r;
 }
 
 /* Whether field differs between the applied config and c (a NULL in c keeps it). */
@@ -453,17 +486,17 @@ static int tracefs_filter_write(const struct tracefs *t, const char *f)
 /* Writes only what differs from the last config applied to the instance: re-enabling the
  * same events patches every tracepoint again, which costs ~0.1 s per session under TCG. */
 static int tracefs_apply_diff(const struct tracefs *t, const struct agent_config *old,
-			      const struct agent_config *c, const char **ret_file)
+			      const struct agent_config *c, const struct tracefs_progress *progress,
+			      const char **ret_file)
 {
 	char kb[32];
 	int r = 0;
 
 	*ret_file = "events";
-	if (tracefs_str_changed(old->events, c->events)) {
-		r = tracefs_write(t, "events/enable", "0");
-		if (r == 0)
-			r = tracefs_events_foreach(t, c->events, tracefs_enable_one, (void *)t);
-	}
+	if (tracefs_str_changed(old->events, c->events))
+		r = tracefs_enable_events(t, c->events, progress);
+	if (r == 0 && progress)
+		progress->fn(progress->data, VT_STEP_SETTINGS, 0, 0);
 	if (r == 0 && tracefs_str_changed(old->clock, c->clock) && (*ret_file = "trace_clock"))
 		r = tracefs_write(t, "trace_clock", c->clock);
 	if (r == 0 && c->buffer_kb && c->buffer_kb != old->buffer_kb && (*ret_file = "buffer_size_kb")) {
@@ -526,14 +559,15 @@ static void tracefs_applied_unknown(struct tracefs *t)
 	t->applied.ftrace_filter = strdup("?");
 }
 
-int tracefs_config_apply(struct tracefs *t, const struct agent_config *c, char **ret_msg)
+int tracefs_config_apply(struct tracefs *t, const struct agent_config *c, const struct tracefs_progress *progress,
+			 char **ret_msg)
 {
 	const char *file = "config";
 	int r = tracefs_config_check(t, c, ret_msg);
 
 	if (r < 0)
 		return r;
-	r = tracefs_apply_diff(t, &t->applied, c, &file);
+	r = tracefs_apply_diff(t, &t->applied, c, progress, &file);
 	if (r == 0)
 		r = config_set(&t->applied, &(struct agent_config){
 			.events = c->events, .clock = c->clock, .tracer = c->tracer,

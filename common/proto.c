@@ -230,12 +230,26 @@ const char *vt_msg_type_name(uint16_t type)
 		[VT_MSG_START] = "start", [VT_MSG_STOP] = "stop", [VT_MSG_STOPPED] = "stopped",
 		[VT_MSG_PROBE] = "probe", [VT_MSG_PROBE_REPLY] = "probe-reply",
 		[VT_MSG_BINARY_REQ] = "binary-req", [VT_MSG_BINARY] = "binary",
-		[VT_MSG_FLUSH] = "flush",
+		[VT_MSG_FLUSH] = "flush", [VT_MSG_PROGRESS] = "progress",
 	};
 
 	if (type < VT_MSG_TYPE_MAX && names[type])
 		return names[type];
 	return "unknown";
+}
+
+const char *vt_start_step_name(uint32_t step)
+{
+	static const char *const names[VT_STEP_MAX] = {
+		[VT_STEP_EVENTS] = "enabling events", [VT_STEP_SETTINGS] = "setting clock, ring size and tracer",
+		[VT_STEP_RESET] = "emptying the rings", [VT_STEP_THREADS] = "starting CPU threads",
+		[VT_STEP_BEGIN] = "writing begin markers", [VT_STEP_NOTRACE] = "leaving its own threads out",
+		[VT_STEP_TRACING_ON] = "turning tracing on",
+	};
+
+	if (step < VT_STEP_MAX && names[step])
+		return names[step];
+	return "an unknown step";
 }
 
 int vt_reader_init(struct vt_reader *r)

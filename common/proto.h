@@ -40,6 +40,7 @@ enum vt_msg_type {
 	VT_MSG_BINARY_REQ = 13, /* A_FILE_NAME (guest path), A_BUILD_ID, A_FILE_OFFSET -> BINARY or ERROR */
 	VT_MSG_BINARY = 14,     /* A_BUILD_ID, A_FILE_SIZE, A_FILE_OFFSET, A_FILE_DATA (<= VT_BINARY_CHUNK) */
 	VT_MSG_FLUSH = 15,      /* A_SESSION, A_FLUSH_SEQ -> OK (each CPU then sends a flush marker) or ERROR */
+	VT_MSG_PROGRESS = 16,   /* agent, while a START with A_WANT_PROGRESS runs: A_STEP, A_DONE, A_TOTAL */
 	VT_MSG_TYPE_MAX,
 };
 
@@ -81,10 +82,28 @@ enum vt_attr_tag {
 	VT_A_FILE_SIZE = 36,    /* u64, BINARY: the whole file's size */
 	VT_A_AGENT_EVENTS = 37, /* u32, CONFIG: 1 = trace the agent's own threads too (default 0: left out) */
 	VT_A_FLUSH_SEQ = 38,    /* u64, FLUSH: echoed in every CPU's flush marker */
+	VT_A_STEP = 39,         /* u32 enum vt_start_step, PROGRESS */
+	VT_A_DONE = 40,         /* u32, PROGRESS: items of the step done (events enabled, CPUs ready) */
+	VT_A_TOTAL = 41,        /* u32, PROGRESS: items of the step in all (0: the step has no count) */
+	VT_A_WANT_PROGRESS = 42, /* u32, START: 1 = send PROGRESS frames until OK or ERROR */
 	VT_A_CLOCK_RES = 31,    /* str, HELLO: each readable clock's measured step "mono=4000000ns x86-tsc=38cycles" */
 };
 
 enum vt_agent_state { VT_STATE_IDLE = 0, VT_STATE_TRACING = 1 };
+
+/* The steps of a START, in the order the agent takes them (PROGRESS's A_STEP). */
+enum vt_start_step {
+	VT_STEP_EVENTS = 1,    /* enabling the configured events: DONE of TOTAL */
+	VT_STEP_SETTINGS = 2,  /* clock, ring size, function filter, tracer */
+	VT_STEP_RESET = 3,     /* emptying the rings */
+	VT_STEP_THREADS = 4,   /* per-CPU threads started: DONE of TOTAL */
+	VT_STEP_BEGIN = 5,     /* begin markers written (or failed): DONE of TOTAL */
+	VT_STEP_NOTRACE = 6,   /* leaving the agent's threads out (set_event_notrace_pid) */
+	VT_STEP_TRACING_ON = 7, /* tracing_on */
+	VT_STEP_MAX,
+};
+/* "enabling events", ...; "an unknown step" past the table. */
+const char *vt_start_step_name(uint32_t step);
 
 /* Per-CPU counters, in STOPPED and in end marker pages. */
 struct vt_cpu_stats {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* agent-driver: the cases of whole sessions: a session, sessions one after another, the agent's own
+/* agent-driver: the cases of whole sessions: a session, sessions one after another, START's progress,
  * threads left out of the trace, the function tracer, a stream larger than the ring. */
 #include <errno.h>
 #include <fcntl.h>
@@ -141,6 +141,74 @@ TEST(sessions_reuse_config_and_kallsyms)
 	CHECK(write_markers(&d, 0, 100) == 0);
 	CHECK(drv_stop(&d, 3, st) == 0);
 	CHECK(check_session(&d, 3, 100, st, 0, NULL) == 0);
+	CHECK_INT(drv_down(&d), ==, 0);
+}
+
+/* A START that asks for PROGRESS gets the steps in order, each (step, done) past the one
+ * before, the events counted and every CPU's begin marker, then OK; one that does not ask (an
+ * older host) gets none; the next START with the same events reports no event step. */
+static int drv_start_progress(struct drv *d, uint64_t session, uint32_t *ret_events, uint32_t *ret_begin)
+{
+	struct vt_buf b = { 0 };
+	uint32_t seq = ++d->seq, step = 0, done = 0;
+	struct rmsg r;
+
+	*ret_events = *ret_begin = 0;
+	capture_begin(d);
+	vt_msg_begin(&b, VT_MSG_START, seq);
+	vt_put_u64(&b, VT_A_SESSION, session);
+	vt_put_u32(&b, VT_A_WANT_PROGRESS, 1);
+	vt_msg_end(&b);
+	drv_send(d, &b);
+	for (;;) {
+		uint32_t st = 0, dn = 0, tot = 0;
+
+		if (drv_recv(d, &r) < 0 || r.m.hdr.seq != seq)
+			return -1;
+		if (r.m.hdr.type == VT_MSG_OK)
+			break;
+		if (r.m.hdr.type != VT_MSG_PROGRESS || vt_msg_u32(&r.m, VT_A_STEP, &st) < 0 ||
+		    vt_msg_u32(&r.m, VT_A_DONE, &dn) < 0 || vt_msg_u32(&r.m, VT_A_TOTAL, &tot) < 0 ||
+		    st < step || (st == step && dn <= done) || st >= VT_STEP_MAX || dn > tot) {
+			fprintf(stderr, "bad progress: %s step %u %u/%u after step %u %u\n",
+				vt_msg_type_name(r.m.hdr.type), st, dn, tot, step, done);
+			rmsg_free(&r);
+			return -1;
+		}
+		step = st, done = dn;
+		if (st == VT_STEP_EVENTS && dn == tot)
+			*ret_events = dn;
+		if (st == VT_STEP_BEGIN && dn == tot)
+			*ret_begin = dn;
+		rmsg_free(&r);
+	}
+	rmsg_free(&r);
+	return step == VT_STEP_TRACING_ON ? 0 : -1;
+}
+
+TEST(start_progress)
+{
+	_cleanup_drv_ struct drv d = { 0 };
+	struct vt_cpu_stats st[MAXCPU];
+	uint32_t seq, events, begin;
+	struct rmsg r;
+
+	CHECK(drv_up(&d, "progress", -1) == 0);
+	seq = drv_config(&d, "sched:sched_switch,sched:sched_wakeup,irq:irq_handler_entry", "mono", 256);
+	CHECK(drv_expect(&d, VT_MSG_OK, seq, &r) == 0);
+	rmsg_free(&r);
+	CHECK(drv_start_progress(&d, 1, &events, &begin) == 0);
+	CHECK_INT(events, ==, 3);
+	CHECK_INT(begin, ==, d.ncpus);
+	CHECK(write_markers(&d, 0, 100) == 0);
+	CHECK(drv_stop(&d, 1, st) == 0);
+	CHECK(check_session(&d, 1, 100, st, 0, NULL) == 0);
+	CHECK(drv_start_progress(&d, 2, &events, &begin) == 0);
+	CHECK_INT(events, ==, 0); /* enabled by the session before: not written again */
+	CHECK_INT(begin, ==, d.ncpus);
+	CHECK(drv_stop(&d, 2, st) == 0);
+	CHECK(drv_start(&d, 3) == 0); /* no WANT_PROGRESS: OK is the first frame */
+	CHECK(drv_stop(&d, 3, st) == 0);
 	CHECK_INT(drv_down(&d), ==, 0);
 }
 
