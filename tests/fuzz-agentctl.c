@@ -2,8 +2,8 @@
 /* Fuzz target: the agent's bytes on agent-ctl-path as the daemon takes them. The input goes
  * through a socketpair into the real agentctl (its libevent read loop, the frame reader,
  * validation, its error replies), and every well-formed frame is handled the way
- * daemon.c's phases handle it: hello, ERROR text, probe replies, START's OK / STOPPED
- * CPU stats, and META_FILE storage under a scratch session's guest/ directory (name
+ * daemon.c's phases handle it: hello, ERROR text, probe replies, START's PROGRESS, OK /
+ * STOPPED CPU stats, and META_FILE storage under a scratch session's guest/ directory (name
  * checks, directory creation, size caps). */
 #include <errno.h>
 #include <event2/event.h>
@@ -51,6 +51,15 @@ static void fuzz_msg(void *userdata, const struct vt_msg *m)
 	case VT_MSG_PROBE_REPLY:
 		(void)agentctl_parse_probe_reply(m, &id, &host, &guest, &mono);
 		break;
+	case VT_MSG_PROGRESS: {
+		struct agent_progress p;
+
+		if (agentctl_parse_progress(m, &p) == 0 &&
+		    (!p.step || p.step >= VT_STEP_MAX || p.done > p.total || p.total > AGENTCTL_PROGRESS_MAX ||
+		     !strcmp(vt_start_step_name(p.step), "an unknown step")))
+			abort();
+		break;
+	}
 	case VT_MSG_OK:
 	case VT_MSG_STOPPED:
 		n = (unsigned)(m->hdr.seq % COLLECTOR_MAX_CPUS) + 1;

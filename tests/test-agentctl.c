@@ -126,6 +126,45 @@ TEST(hello_bounds)
 	vt_buf_free(&b);
 }
 
+/* A PROGRESS frame with step, done, total (each < 0: left out) parsed. */
+static int progress_parse(int64_t step, int64_t done, int64_t total, struct agent_progress *ret)
+{
+	struct vt_buf b = { 0 };
+	struct vt_msg m;
+	int r;
+
+	vt_msg_begin(&b, VT_MSG_PROGRESS, 3);
+	if (step >= 0)
+		vt_put_u32(&b, VT_A_STEP, (uint32_t)step);
+	if (done >= 0)
+		vt_put_u32(&b, VT_A_DONE, (uint32_t)done);
+	if (total >= 0)
+		vt_put_u32(&b, VT_A_TOTAL, (uint32_t)total);
+	vt_msg_end(&b);
+	m = (struct vt_msg){ .payload = b.data + VT_PROTO_HDR_SIZE, .len = (uint32_t)(b.len - VT_PROTO_HDR_SIZE) };
+	r = agentctl_parse_progress(&m, ret);
+	vt_buf_free(&b);
+	return r;
+}
+
+TEST(progress_bounds)
+{
+	struct agent_progress p = { 0 };
+
+	CHECK_INT(progress_parse(VT_STEP_EVENTS, 12, 47, &p), ==, 0);
+	CHECK(p.step == VT_STEP_EVENTS && p.done == 12 && p.total == 47);
+	CHECK_INT(progress_parse(VT_STEP_TRACING_ON, 0, 0, &p), ==, 0);
+	CHECK_STR(vt_start_step_name(p.step), "turning tracing on");
+	CHECK_INT(progress_parse(0, 0, 0, &p), ==, -ERANGE);
+	CHECK_INT(progress_parse(VT_STEP_MAX, 0, 0, &p), ==, -ERANGE);
+	CHECK_INT(progress_parse(VT_STEP_BEGIN, 33, 32, &p), ==, -ERANGE);
+	CHECK_INT(progress_parse(VT_STEP_EVENTS, 1, AGENTCTL_PROGRESS_MAX + 1, &p), ==, -ERANGE);
+	CHECK_INT(progress_parse(VT_STEP_EVENTS, 1, -1, &p), ==, -EBADMSG);
+	CHECK_INT(progress_parse(-1, 1, 2, &p), ==, -EBADMSG);
+	CHECK(p.step == VT_STEP_TRACING_ON); /* untouched on failure */
+	CHECK_STR(vt_start_step_name(99), "an unknown step");
+}
+
 TEST(stopped_stats)
 {
 	struct vt_cpu_stats in[3] = { { .cpu = 0, .pages_sent = 10 }, { .cpu = 1, .pages_sent = 20 },

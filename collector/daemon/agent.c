@@ -201,6 +201,8 @@ static void daemon_agent_msg_phase(struct daemon *d, const struct vt_msg *m)
 		done = daemon_agent_on_tracing(d, m, err);
 		break;
 	case PH_START:
+		if (t == VT_MSG_PROGRESS)
+			return daemon_start_progress(d, m);
 		if (t == VT_MSG_OK)
 			return daemon_on_started(d, m);
 		if (t == VT_MSG_ERROR)

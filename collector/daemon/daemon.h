@@ -87,6 +87,14 @@ struct daemon {
 	bool disk_perf_stopped;
 	char disk_cut[PATH_MAX + 512];
 	char disk_reason[128];           /* a cut while START's OK was due: applied when it comes */
+	/* start.c: START's wait follows the guest's progress, within a bound it cannot move */
+	struct daemon_start_wait {
+		uint64_t sent_ns, cap_ns;  /* START sent; the bound: --timeout x (3 + streams / 8) */
+		uint64_t last_ns;          /* the last progress (START sent, a report, a begin marker) */
+		unsigned streams, begun;   /* CPU streams with a host port; their begin markers in */
+		struct agent_progress at;  /* the agent's furthest report (step 0: none yet) */
+		uint64_t reports, repeats; /* PROGRESS frames; those that moved nothing */
+	} sw;
 };
 
 #define PROBES_PER_BURST 32 /* at start, stop and snapshot: the min-RTT filter needs a few fast ones */
@@ -136,6 +144,14 @@ void daemon_send_start(struct daemon *d);
 void daemon_start_perf(struct daemon *d);
 /* START's OK: the CPUs that cannot stream checked, tracing. */
 void daemon_on_started(struct daemon *d, const struct vt_msg *m);
+/* START's wait (docs/protocol.md, PROGRESS): a report past every one before re-arms it for
+ * --timeout, within the bound; anything else moves nothing. */
+void daemon_start_progress(struct daemon *d, const struct vt_msg *m);
+/* Each tick while starting: a CPU's begin marker that came is progress too. */
+void daemon_start_watch(struct daemon *d, uint64_t now);
+/* The wait ran out: start fails saying slow (progress came, the bound was reached) or stuck
+ * (the step last reported and since when); hint: the TCG text for a stuck guest, or "". */
+void daemon_start_timed_out(struct daemon *d, uint64_t now, const char *hint);
 
 /* ---- agent.c ---- */
 /* The agent's control client on d->ctl, its frames and its end routed to the phases. */

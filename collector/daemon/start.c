@@ -90,6 +90,104 @@ void daemon_begin_tracing_steps(struct daemon *d)
 	daemon_start_perf(d);
 }
 
+/* START's bound: --timeout x (3 + streams / 8), streams being the CPUs the host has ports for
+ * (not what the guest claims): 30 s for 2 vCPUs at the default 10 s, 70 s for 32, 110 s for 64. */
+static void daemon_start_wait_begin(struct daemon *d)
+{
+	uint64_t now = util_now_ns(CLOCK_MONOTONIC);
+	unsigned streams = 0;
+
+	for (unsigned i = 0; i < d->s.ncpus; i++)
+		streams += !d->cpu_missing[i];
+	d->sw = (struct daemon_start_wait){ .sent_ns = now, .last_ns = now, .streams = streams,
+				 .cap_ns = now + daemon_timeout(d) * (3 + streams / 8) };
+}
+
+/* Progress: the wait lasts --timeout from now, never past the bound. */
+static void daemon_start_moved(struct daemon *d, uint64_t now)
+{
+	d->sw.last_ns = now;
+	d->deadline_ns = MIN(now + daemon_timeout(d), d->sw.cap_ns);
+}
+
+void daemon_start_progress(struct daemon *d, const struct vt_msg *m)
+{
+	struct agent_progress p;
+	int r = agentctl_parse_progress(m, &p);
+	double since;
+
+	d->sw.reports++;
+	if (r < 0) {
+		if (log_due(&d->unexpected))
+			log_warn("agent-ctl-path: 'progress' frame refused: %s (%llu unexpected frames so far)",
+				 strerror(-r), (unsigned long long)d->unexpected);
+		return;
+	}
+	if (p.step < d->sw.at.step || (p.step == d->sw.at.step && p.done <= d->sw.at.done)) {
+		d->sw.repeats++; /* nothing new: a guest repeating itself does not move the deadline */
+		return;
+	}
+	since = (double)(util_now_ns(CLOCK_MONOTONIC) - d->sw.sent_ns) / 1e9;
+	if (p.step != d->sw.at.step) /* a slow start's steps in collector.log; a quick one's at debug */
+		log_msg(since >= 1.0 ? LOG_INFO : LOG_DEBUG, "start: the agent is %s (%u/%u) at +%.1f s",
+			vt_start_step_name(p.step), p.done, p.total, since);
+	d->sw.at = p;
+	daemon_start_moved(d, util_now_ns(CLOCK_MONOTONIC));
+}
+
+void daemon_start_watch(struct daemon *d, uint64_t now)
+{
+	struct spool_stats st;
+	unsigned begun = 0;
+
+	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
+		if (!daemon_stream(d, k) || !d->spools[k])
+			continue;
+		spool_stats(d->spools[k], &st);
+		begun += st.begun;
+	}
+	if (begun > d->sw.begun) { /* at most one per stream: bounded by the host's ports */
+		d->sw.begun = begun;
+		daemon_start_moved(d, now);
+	}
+}
+
+/* "enabling events (12/47)", or what a start without reports is waiting for. */
+static void daemon_start_where(const struct daemon *d, char *buf, size_t size)
+{
+	if (!d->sw.at.step)
+		snprintf(buf, size, "(no progress reported: an older agent)");
+	else if (d->sw.at.total)
+		snprintf(buf, size, "%s (%u/%u)", vt_start_step_name(d->sw.at.step), d->sw.at.done, d->sw.at.total);
+	else
+		snprintf(buf, size, "%s", vt_start_step_name(d->sw.at.step));
+}
+
+void daemon_start_timed_out(struct daemon *d, uint64_t now, const char *hint)
+{
+	double since = (double)(now - d->sw.last_ns) / 1e9, all = (double)(now - d->sw.sent_ns) / 1e9;
+	char where[160];
+
+	daemon_start_where(d, where, sizeof(where));
+	if (now >= d->sw.cap_ns && now - d->sw.last_ns < daemon_timeout(d))
+		return daemon_fail(d, "start failed: the guest is slow, not stuck: after %.0f s, the bound of START "
+				   "(--timeout %u s x (3 + %u CPUs / 8)), the agent was still starting: %s, last "
+				   "progress %.1f s ago, %u of %u begin markers in. Start again with a larger --timeout "
+				   "(nothing was traced)", all, d->o->timeout_s, d->sw.streams, where, since,
+				   d->sw.begun, d->sw.streams);
+	if (!d->sw.at.step && !d->sw.begun) /* an agent that reports nothing: as before */
+		return daemon_fail(d, "the agent (%s, guest %s) answered HELLO but not within %u s while %s: that step is "
+				   "stuck in the guest (its log says where; 'trace-collector stop' is not needed, nothing "
+				   "was traced; the agent gives up a start whose begin markers stop coming)%s",
+				   d->hello.agent_version, d->hello.release, d->o->timeout_s, daemon_phase_names[d->ph],
+				   hint);
+	daemon_fail(d, "start failed: the agent (%s, guest %s) is stuck: it was %s, %u of %u begin markers in, "
+		    "and nothing moved for %.1f s (--timeout %u s; %llu repeated reports did not count; %.0f s since "
+		    "START). 'trace-collector stop' is not needed, nothing was traced%s", d->hello.agent_version,
+		    d->hello.release, where, d->sw.begun, d->sw.streams, since, d->o->timeout_s,
+		    (unsigned long long)d->sw.repeats, all, hint);
+}
+
 /* The session starts when START goes out: the agent turns tracing on before its OK
  * arrives, and the merge clamps guest times to [started, stopped] ± the clock bound. */
 void daemon_send_start(struct daemon *d)
@@ -100,6 +198,7 @@ void daemon_send_start(struct daemon *d)
 	agentctl_send_start(d->agent, d->s.session_id);
 	d->agent_started = true;
 	daemon_set_phase(d, PH_START, daemon_timeout(d));
+	daemon_start_wait_begin(d);
 }
 
 void daemon_start_perf(struct daemon *d)

@@ -80,12 +80,14 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 		daemon_fail(d, "no answer from the agent on agent-ctl-path within %u s while %s — is trace-agent running in the guest?",
 			    d->o->timeout_s, daemon_phase_names[d->ph]);
 		break;
-	case PH_RESET: case PH_CONFIG: case PH_META: case PH_START:
+	case PH_START:
+		daemon_start_timed_out(d, now, qemu_runs_tcg(d->s.qemu_pid) ? TCG_PATCH_HANG : "");
+		break;
+	case PH_RESET: case PH_CONFIG: case PH_META:
 		/* It answered HELLO (and more): it runs, but this step hangs in the guest. */
 		daemon_fail(d, "the agent (%s, guest %s) answered HELLO but not within %u s while %s: that step is stuck "
-			    "in the guest (its log says where; 'trace-collector stop' is not needed, nothing was traced%s)%s",
+			    "in the guest (its log says where; 'trace-collector stop' is not needed, nothing was traced)%s",
 			    d->hello.agent_version, d->hello.release, d->o->timeout_s, daemon_phase_names[d->ph],
-			    d->ph == PH_START ? "; the agent aborts a start it cannot finish in 10 s" : "",
 			    d->ph != PH_META && qemu_runs_tcg(d->s.qemu_pid) ? TCG_PATCH_HANG : "");
 		break;
 	case PH_PROBES0:
@@ -216,6 +218,8 @@ void daemon_tick(evutil_socket_t fd, short what, void *arg)
 	uint64_t now = util_now_ns(CLOCK_MONOTONIC);
 
 	daemon_tick_phase(d, now);
+	if (d->ph == PH_START)
+		daemon_start_watch(d, now);
 	daemon_tick_deadline(d, now);
 	daemon_disk_tick(d);
 	if (now >= d->next_rate_ns) {

@@ -135,6 +135,7 @@ int agentctl_send_start(struct agentctl *a, uint64_t session_id)
 {
 	agentctl_begin(a, VT_MSG_START);
 	vt_put_u64(&a->out, VT_A_SESSION, session_id);
+	vt_put_u32(&a->out, VT_A_WANT_PROGRESS, 1); /* an older agent skips it and sends none */
 	return agentctl_queue(a);
 }
 
@@ -374,6 +375,19 @@ int agentctl_parse_probe_reply(const struct vt_msg *m, uint64_t *ret_id, uint64_
 	if (vt_msg_u64(m, VT_A_PROBE_ID, ret_id) < 0 || vt_msg_u64(m, VT_A_HOST_TIME, ret_host) < 0 ||
 	    vt_msg_u64(m, VT_A_GUEST_TIME, ret_guest) < 0)
 		return -EBADMSG;
+	return 0;
+}
+
+int agentctl_parse_progress(const struct vt_msg *m, struct agent_progress *ret)
+{
+	struct agent_progress p;
+
+	if (vt_msg_u32(m, VT_A_STEP, &p.step) < 0 || vt_msg_u32(m, VT_A_DONE, &p.done) < 0 ||
+	    vt_msg_u32(m, VT_A_TOTAL, &p.total) < 0)
+		return -EBADMSG;
+	if (!p.step || p.step >= VT_STEP_MAX || p.total > AGENTCTL_PROGRESS_MAX || p.done > p.total)
+		return -ERANGE;
+	*ret = p;
 	return 0;
 }
 

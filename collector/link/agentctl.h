@@ -48,6 +48,13 @@ int agentctl_parse_binary(const struct vt_msg *m, const uint8_t *id, size_t id_l
 int agentctl_parse_hello(const struct vt_msg *m, struct agent_hello *ret);
 /* An ERROR frame as one printable line: "MESSAGE (errno N)". */
 void agentctl_error_text(const struct vt_msg *m, char *buf, size_t size);
+/* A PROGRESS frame of START: a known step, DONE <= TOTAL <= AGENTCTL_PROGRESS_MAX (0 of 0 for a
+ * step without a count); -EBADMSG (an attribute missing) or -ERANGE. */
+#define AGENTCTL_PROGRESS_MAX (1u << 20)
+struct agent_progress {
+	uint32_t step, done, total;
+};
+int agentctl_parse_progress(const struct vt_msg *m, struct agent_progress *ret);
 /* A PROBE_REPLY's id, echoed host time and guest reading; -EBADMSG when one is missing. */
 /* ret_mono: the guest's CLOCK_MONOTONIC beside the trace clock (0 from an older agent). */
 int agentctl_parse_probe_reply(const struct vt_msg *m, uint64_t *ret_id, uint64_t *ret_host, uint64_t *ret_guest,

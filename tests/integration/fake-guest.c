@@ -10,6 +10,11 @@
  *       | lossy (claims 3 more pages per CPU than it wrote) | no-probe (ERROR to probes)
  *       | trickle (answers each BINARY_REQ with one byte, a second later)
  *       | slow (answers each BINARY_REQ with 64 KiB, 1.5 s later)
+ *       START's progress (PROGRESS frames when START asks for them; each mode runs at most 15 s):
+ *       | slow-start (events 1..6 of 6, 0.7 s apart, the settings step, then OK) | repeat-start (events 1/6 again
+ *       and again, 0.5 s apart, no OK) | endless-start (events 1, 2, 3... of 1000000, 0.5 s apart,
+ *       no OK) | stuck-start (events 1/6, then nothing) | slow-begin (no PROGRESS, as an older
+ *       agent: one CPU's begin marker every 1.5 s, then OK)
  * --perf (FIFO ports only): guest perf on perf-path-cpuN: marker pages, and on cpu0 a task "victim"
  * whose user-mode samples ran in each --bin: an MMAP2 with its build-id, then BINARY_REQ is
  * answered with FILE's bytes. @IDFILE or @0xHEX: FILE's build-id bytes replaced by IDFILE's (a
@@ -416,12 +421,14 @@ static void do_start(struct fg *g, const struct vt_msg *m)
 	}
 	accept_data(g);
 	for (unsigned c = 0; c < g->ncpus; c++) {
+		g->sent[c] = 0;
+		if (mode(g, "slow-begin"))
+			continue; /* its begin markers went out one by one already */
 		/* Before our begin marker: unaligned junk and an earlier session's marker. */
 		memset(junk, 0xa5, sizeof(junk));
 		util_write_full(g->data[c], junk, sizeof(junk));
 		write_marker(g, c, VT_MARKER_BEGIN, g->session ^ 1, NULL);
 		write_marker(g, c, VT_MARKER_BEGIN, g->session, NULL);
-		g->sent[c] = 0;
 	}
 	g->tracing = true;
 	if (g->perf) {
@@ -445,6 +452,56 @@ static void do_start(struct fg *g, const struct vt_msg *m)
 			rnd[k] = (uint8_t)rand();
 		util_write_full(g->data[0], rnd, sizeof(rnd));
 	}
+}
+
+static void progress(struct fg *g, uint32_t seq, uint32_t step, uint32_t done, uint32_t total)
+{
+	struct vt_buf b = { 0 };
+
+	vt_msg_begin(&b, VT_MSG_PROGRESS, seq);
+	vt_put_u32(&b, VT_A_STEP, step);
+	vt_put_u32(&b, VT_A_DONE, done);
+	vt_put_u32(&b, VT_A_TOTAL, total);
+	send_buf(g->ctl_w, &b);
+}
+
+/* The START modes' reports before their OK (or instead of it): true when START goes on. */
+static bool start_progress(struct fg *g, const struct vt_msg *m)
+{
+	uint32_t want = 0, seq = m->hdr.seq;
+
+	vt_msg_u32(m, VT_A_WANT_PROGRESS, &want);
+	if (mode(g, "slow-begin")) {
+		if (vt_msg_u64(m, VT_A_SESSION, &g->session) < 0)
+			return true;
+		accept_data(g);
+		for (unsigned c = 0; c < g->ncpus; c++) {
+			usleep(1500000);
+			write_marker(g, c, VT_MARKER_BEGIN, g->session, NULL);
+		}
+		return true;
+	}
+	if (!mode(g, "repeat-start") && !mode(g, "endless-start") && !mode(g, "stuck-start") && !mode(g, "slow-start"))
+		return true;
+	if (!want)
+		return mode(g, "slow-start");
+	for (uint32_t i = 1; mode(g, "slow-start") && i <= 6; i++) {
+		progress(g, seq, VT_STEP_EVENTS, i, 6);
+		usleep(700000);
+	}
+	if (mode(g, "slow-start"))
+		progress(g, seq, VT_STEP_SETTINGS, 0, 0);
+	for (uint32_t i = 1; mode(g, "repeat-start") && i <= 30; i++) {
+		progress(g, seq, VT_STEP_EVENTS, 1, 6);
+		usleep(500000);
+	}
+	for (uint32_t i = 1; mode(g, "endless-start") && i <= 30; i++) {
+		progress(g, seq, VT_STEP_EVENTS, i, 1000000);
+		usleep(500000);
+	}
+	if (mode(g, "stuck-start"))
+		progress(g, seq, VT_STEP_EVENTS, 1, 6);
+	return mode(g, "slow-start");
 }
 
 static void do_stop(struct fg *g, const struct vt_msg *m)
@@ -530,7 +587,7 @@ static void handle(struct fg *g, const struct vt_msg *m)
 	}
 	case VT_MSG_META_REQ: reply_meta(g, m->hdr.seq); break;
 	case VT_MSG_START:
-		if (mode(g, "mute-start"))
+		if (mode(g, "mute-start") || !start_progress(g, m))
 			break;
 		do_start(g, m);
 		if (mode(g, "hostile"))
