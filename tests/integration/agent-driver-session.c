@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* agent-driver: the cases of whole sessions: a session, sessions one after another, START's progress,
- * threads left out of the trace, the function tracer, a stream larger than the ring. */
+/* agent-driver: the cases of whole sessions: a session, sessions one after another, START's
+ * progress, the agent's own threads left out of the trace, the function tracer, a stream larger
+ * than the ring. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
