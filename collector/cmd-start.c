@@ -58,7 +58,7 @@
 	"  -o -             live view: the live merge as pipe-mode perf.data on stdout while tracing\n" \
 	"                   (pipe it into perf script); start stays in the foreground until stop\n" \
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10; START: while\n"   \
-	"                   it makes progress, at most SEC x (3 + CPUs / 8) in all)\n"               \
+	"                   it makes progress, at most SEC x (3 + CPUs / 4) in all)\n"               \
 	"  --clock M        kvm: guest x86-tsc + KVM TSC offsets (exact); ptp: guest mono + probes;\n" \
 	"                   auto (default): kvm when KVM debugfs has this QEMU and the guest has x86-tsc\n" \
 	"  --trace-clock C  the guest's trace clock with ptp: mono, x86-tsc, or auto (default: mono,\n" \

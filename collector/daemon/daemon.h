@@ -89,7 +89,7 @@ struct daemon {
 	char disk_reason[128];           /* a cut while START's OK was due: applied when it comes */
 	/* start.c: START's wait follows the guest's progress, within a bound it cannot move */
 	struct daemon_start_wait {
-		uint64_t sent_ns, cap_ns;  /* START sent; the bound: --timeout x (3 + streams / 8) */
+		uint64_t sent_ns, cap_ns;  /* START sent; the bound: --timeout x (3 + streams / 4) */
 		uint64_t last_ns;          /* the last progress (START sent, a report, a begin marker) */
 		unsigned streams, begun;   /* CPU streams with a host port; their begin markers in */
 		struct agent_progress at;  /* the agent's furthest report (step 0: none yet) */

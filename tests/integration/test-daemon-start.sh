@@ -3,7 +3,7 @@
 # guest cannot move: a slow start that keeps reporting progress, or whose begin markers come one
 # by one (an older agent that reports nothing), succeeds past --timeout; a guest that repeats one
 # report fails as stuck after --timeout; one that reports new steps without end fails at the
-# bound, --timeout x (3 + CPUs / 8), as slow; one that stops reporting fails as stuck, naming
+# bound, --timeout x (3 + CPUs / 4), as slow; one that stops reporting fails as stuck, naming
 # the step it was at. --timeout 2 with 3 CPUs: a 2 s wait, a 6 s bound.
 . "$(dirname "$0")/daemon-lib.sh"
 
@@ -42,7 +42,7 @@ run_start endless-start
 check "a guest reporting without end: start fails" test $rc -ne 0
 echo "$out"
 check_out "at the bound, named slow, with what to do" \
-	'start failed: the guest is slow, not stuck: after [67] s, the bound of START \(--timeout 2 s x \(3 \+ 3 CPUs / 8\)\), the agent was still starting: enabling events \([0-9]+/1000000\), last progress 0\.[0-9] s ago, 0 of 3 begin markers in\. Start again with a larger --timeout' echo "$out"
+	'start failed: the guest is slow, not stuck: after [67] s, the bound of START \(--timeout 2 s x \(3 \+ 3 CPUs / 4\)\), the agent was still starting: enabling events \([0-9]+/1000000\), last progress 0\.[0-9] s ago, 0 of 3 begin markers in\. Start again with a larger --timeout' echo "$out"
 
 # One report, then nothing: stuck, at that step, with no repeats counted.
 run_start stuck-start
