@@ -116,10 +116,13 @@ static int session_wait(struct agent *a, const struct session_waiting *w)
 			return -errno;
 		}
 		if (n == 0) {
-			log_warn("%llu of %llu CPU threads still %s after %.1f s (none for %.1f s): aborting them",
+			uint64_t now = util_now_ns(CLOCK_MONOTONIC);
+			bool idle = w->total_ms < 0 || now - last >= (uint64_t)w->idle_ms * 1000000ull;
+
+			log_warn("%llu of %llu CPU threads still %s after %d ms%s: aborting them (%.1f s in all)",
 				 (unsigned long long)(w->want - got), (unsigned long long)w->want, w->what,
-				 (double)(util_now_ns(CLOCK_MONOTONIC) - t0) / 1e9,
-				 (double)(util_now_ns(CLOCK_MONOTONIC) - last) / 1e9);
+				 idle ? w->idle_ms : w->total_ms, idle && w->total_ms >= 0 ? " without one done" : "",
+				 (double)(now - t0) / 1e9);
 			session_abort(a, &aborted);
 			ret = -ETIMEDOUT;
 		}

@@ -87,7 +87,7 @@ vcpus32() {
 	grep 'start: the agent is' "$(e2e_session)/collector.log"
 	check "guest workload ($n lines over 32 CPUs)" e2e_run "$n"
 	check "status names no CPU missing" bash -c '! grep -q "NOT TRACED" <<<"$1"' _ "$(e2e_status)"
-	sum=$(e2e_stop -o "$out" 2>&1)
+	sum=$(e2e_stop -v -o "$out" 2>&1)
 	check "stop exits 0" test $? -eq 0
 	echo "$sum"
 	check "guest powers off cleanly" e2e_end
