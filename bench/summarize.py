@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """Summaries of bench/vm-bench.py results.txt files (markdown rows for bench/RESULTS.md).
-usage: summarize.py overhead|throughput|cost RESULTS.txt"""
+usage: summarize.py overhead|throughput|cost|tcfifo RESULTS.txt"""
 import re
 import statistics
 import sys
@@ -151,6 +151,58 @@ def cost(lines):
         print(f"| {what} | {clock} | {len(v)} | {med(c):.2f} ({min(c):.2f}–{max(c):.2f}) | {med([x[1] for x in v]):.1f} | {share} | {d} |")
 
 
+
+def tcfifo(lines):
+    """bench/tracecmd-fifo.sh: ours vs trace-cmd's FIFO mode, medians per rate (issue 33's rows)."""
+    host, rows = {}, []
+    for l in lines:
+        if l.startswith("host mode="):
+            h = kv(l)
+            host[h["mode"]] = h
+        elif l.startswith("kind=ours") or l.startswith("kind=theirs"):
+            r = kv(l)
+            r["secs"] = float(re.search(r"load='[^']* secs ([0-9.]+)'", l).group(1))
+            r["host"] = host.pop("agent" if r["kind"] == "ours" else "tracecmd", None)
+            rows.append(r)
+    snaps = [kv(l) for l in lines if l.startswith("host mode=snapshot")]
+    loads = [float(kv(l)["load"].split(",")[0]) for l in lines if "load=" in l and l.startswith("kind=")]
+
+    def med(kind, rate, f):
+        xs = []
+        for r in rows:
+            if r["kind"] == kind and r["rate"] == rate and r["host"] and int(r["bytes"]) > 0:
+                try:
+                    xs.append(f(r))
+                except (KeyError, ValueError, ZeroDivisionError):
+                    pass
+        return (statistics.median(xs), len(xs)) if xs else (float("nan"), 0)
+
+    secs = lambda r: r["secs"]
+    gb = lambda r: int(r["bytes"]) / 1e9
+    measures = [
+        ("delivered MB/s (port bytes ÷ load seconds)", lambda r: int(r["bytes"]) / 1e6 / secs(r), "{:.1f}"),
+        ("events kept (recorded − ring overrun)", lambda r: int(r["events"]) - int(r["overrun"]), "{:,.0f}"),
+        ("events lost in the guest ring", lambda r: 100.0 * int(r["overrun"]) / int(r["events"]), "{:.1f}%"),
+        ("guest tool CPU per GB (whole session)", lambda r: int(r["guest_cpu_us"]) / 1e6 / gb(r), "{:.2f} s"),
+        ("host CPU per GB, whole session", lambda r: float(r["host"]["host_cpu_s"]) / gb(r), "{:.2f} s"),
+        ("GB moved per session", gb, "{:.3f}"),
+        ("output file", lambda r: int(r["host"]["out_bytes"]) / 1e6, "{:.1f} MB"),
+        ("stop → file", lambda r: float(r["host"]["stop_s"]), "{:.2f} s"),
+    ]
+    print("| rate | measure | ours | trace-cmd agent + FIFOs | ours ÷ theirs |")
+    print("|---|---|---|---|---|")
+    for rate in sorted({r["rate"] for r in rows}, key=int):
+        name = "flood" if rate == "0" else f"{int(rate) / 1000:g} MB/s/vCPU"
+        for label, f, fmt in measures:
+            (o, no), (t, nt) = med("ours", rate, f), med("theirs", rate, f)
+            ratio = f"×{o / t:.2f}" if t and t == t and o == o else "—"
+            print(f"| {name} | {label} | {fmt.format(o)} (n={no}) | {fmt.format(t)} (n={nt}) | {ratio} |")
+    for sn in snaps:
+        print(f"snapshot (ours, after a flood): {float(sn['snapshot_s']):.2f} s for {int(sn['snap_bytes']) / 1e6:.0f} MB (rc {sn['rc']})")
+    if loads:
+        print(f"host load (1 min) at the guest's results: {min(loads):.1f} … {max(loads):.1f}")
+
+
 if __name__ == "__main__":
     text = open(sys.argv[2]).read().splitlines()
-    {"overhead": overhead, "throughput": throughput, "cost": cost}[sys.argv[1]](text)
+    {"overhead": overhead, "throughput": throughput, "cost": cost, "tcfifo": tcfifo}[sys.argv[1]](text)

@@ -10,13 +10,26 @@ answers its console requests:
                                              (--no-host, one rare guest event) before "go"
   vt-bench: ready cat                        host cats drain every trace-path-cpuN.out
   vt-bench: ready none                       nothing
+  vt-bench: ready tracecmd EVENTS KB         (--with-tracecmd) trace-cmd record -A over the
+                                             trace-pipe-cpuN FIFOs (the peer's FIFO mode)
+  vt-bench: snapshot                         trace-collector snapshot, timed, then "go"
   vt-bench: finished                         stop what was started (trace-collector stop,
                                              timed = stop-to-file latency), then "next"
 Every guest "vt-bench: result k=v ..." line and one host "host ..." line per step go to
 OUTDIR/results.txt (one line each, k=v), with the load average and the date.
 
 usage: vm-bench.py SCRIPT [--secs 5] [--rounds 8] [--kb 1024] [--out DIR] [--append 'k=v'] [--with-perf]
+                 [--with-tracecmd] [--host-perf]
   --with-perf   Debian's perf and the libraries it links (ldd) go into the guest's initramfs
+  --with-tracecmd  trace-cmd (and its libraries) and e1000.ko go into the initramfs; the guest
+                gets a NIC (user networking, host 127.0.0.1:18823 -> guest 823: trace-cmd
+                agent's control channel) and virtio-serial ports trace-pipe-cpuN on the
+                FIFOs 'trace-cmd setup-guest' makes for guest "127.0.0.1"
+  --host-perf   start sessions with host perf record (the default of trace-collector start)
+                instead of --no-host
+Host CPU of a session (ours: start, the daemon, host perf, the live follower, stop; theirs:
+trace-cmd record and every process it forks) is read from a cpuacct cgroup each side's
+commands are started in (/sys/fs/cgroup/cpuacct/vt-bench-*), so exited processes count.
 """
 import argparse
 import os
@@ -32,6 +45,33 @@ BUILD = os.environ.get("VT_BUILD", os.path.join(TOP, "build"))  # VT_BUILD: anot
 COLLECTOR = os.path.join(BUILD, "collector", "trace-collector")
 BOOT = os.path.join(TOP, "tests", "e2e", "boot")
 VM = "vt-e2e"  # the name tests/e2e/boot gives setup
+TC_GUEST = "127.0.0.1"  # trace-cmd's name of a guest reached by IP: its FIFOs' directory
+TC_DIR = f"/var/lib/trace-cmd/virt/{TC_GUEST}"
+TC_PORT = 18823
+CG = "/sys/fs/cgroup/cpuacct"
+
+
+def cg_path(name):
+    """A cpuacct cgroup of this host (v1 here), made if missing; None where there is none."""
+    d = os.path.join(CG, "vt-bench-" + name)
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError:
+        return None
+    return d if os.path.exists(os.path.join(d, "cpuacct.usage")) else None
+
+
+def cg_usage_ns(d):
+    return int(open(os.path.join(d, "cpuacct.usage")).read()) if d else 0
+
+
+def cg_join(d):
+    """preexec_fn: the child (and all it forks) into cgroup d."""
+    def join():
+        if d:
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+    return join
 
 
 def loadavg():
@@ -80,6 +120,9 @@ class Bench:
         self.cats = []
         self.daemon = None
         self.out = open(os.path.join(args.out, "results.txt"), "a")
+        self.cg_ours = cg_path("ours")
+        self.cg_theirs = cg_path("theirs") if args.with_tracecmd else None
+        self.tc = None
 
     def record(self, line):
         self.out.write(line + "\n")
@@ -94,7 +137,10 @@ class Bench:
             subprocess.run(["cp", os.path.join(BUILD, "bench", prog), os.path.join(stage, "bin")], check=True)
         subprocess.run(["cp", os.path.join(TOP, "bench", "guest", "lib.sh"), os.path.join(stage, "bench")], check=True)
         if self.a.with_perf:
-            self.stage_perf(stage)
+            self.stage_perf(stage, "/usr/bin/perf")
+        if self.a.with_tracecmd:
+            self.stage_perf(stage, "/usr/bin/trace-cmd")
+            self.stage_e1000(stage)
         cpio = subprocess.run("find . -mindepth 1 | sed 's|^\\./||' | cpio -o -H newc --quiet -R 0:0", shell=True, cwd=stage,
                               check=True, capture_output=True).stdout
         path = os.path.join(self.tmp, "initrd")
@@ -104,10 +150,25 @@ class Bench:
         return path
 
     @staticmethod
-    def stage_perf(stage):
-        """/usr/bin/perf and every library ldd names, at their own paths (the guest has no libc)."""
-        libs = subprocess.run(["ldd", "/usr/bin/perf"], capture_output=True, text=True, check=True).stdout
-        paths = ["/usr/bin/perf"] + re.findall(r"(/\S+) \(0x", libs)
+    def stage_e1000(stage):
+        """The e1000 NIC driver of the guest kernel's modules (no dependencies), as /lib/modules/e1000.ko."""
+        cache = os.environ.get("VT_CACHE", os.path.join(BUILD, "cache"))
+        kroot = open(os.path.join(cache, "kernel-root")).read().strip()
+        ko = subprocess.run(["find", os.path.join(kroot, "lib", "modules"), "-name", "e1000.ko*"],
+                            capture_output=True, text=True, check=True).stdout.split()
+        if not ko:
+            sys.exit(f"vm-bench: no e1000.ko under {kroot}/lib/modules: rerun scripts/bootstrap")
+        dst = os.path.join(stage, "lib", "modules", "e1000.ko")
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        unz = {".xz": ["xz", "-dc"], ".zst": ["zstd", "-qdc"]}.get(os.path.splitext(ko[0])[1], ["cat"])
+        with open(dst, "wb") as f:
+            subprocess.run(unz + [ko[0]], stdout=f, check=True)
+
+    @staticmethod
+    def stage_perf(stage, prog):
+        """prog and every library ldd names, at their own paths (the guest has no libc)."""
+        libs = subprocess.run(["ldd", prog], capture_output=True, text=True, check=True).stdout
+        paths = [prog] + re.findall(r"(/\S+) \(0x", libs)
         for p in paths:
             dst = os.path.join(stage, p.lstrip("/"))
             os.makedirs(os.path.dirname(dst), exist_ok=True)
@@ -120,7 +181,9 @@ class Bench:
     def start_agent(self, events, kb, maxsize=None, tracer=None, perf_freq=None, trace_clock=None):
         self.session_out = os.path.join(self.tmp, "session.data")
         cmd = [COLLECTOR, "start", "--name", VM, "--dir", self.vmdir, "--run-dir", self.rundir,
-               "-e", events, "--buffer-kb", kb, "--no-host", "-o", self.session_out]
+               "-e", events, "--buffer-kb", kb, "-o", self.session_out]
+        if not self.a.host_perf:
+            cmd.append("--no-host")
         cmd += shlex.split(self.a.start_args)
         if maxsize and maxsize != "-":
             cmd += ["--max-size", maxsize]
@@ -130,8 +193,9 @@ class Bench:
             cmd += ["--guest-perf", "--guest-freq", perf_freq]
         if trace_clock and trace_clock != "-":
             cmd += ["--trace-clock", trace_clock]
+        self.cg0 = cg_usage_ns(self.cg_ours)
         t0 = time.monotonic()
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=cg_join(self.cg_ours))
         if r.returncode:
             self.record(f"host error=start rc={r.returncode} msg={r.stderr.strip()!r}")
             return
@@ -150,8 +214,13 @@ class Bench:
         dur = time.monotonic() - self.t_go
         t0 = time.monotonic()
         r = subprocess.run([COLLECTOR, "stop", "--name", VM, "--run-dir", self.rundir],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, preexec_fn=cg_join(self.cg_ours))
         stop_s = time.monotonic() - t0
+        for _ in range(100):  # the daemon and its children gone: their CPU is all counted
+            if self.cg_ours is None or not open(os.path.join(self.cg_ours, "cgroup.procs")).read().strip():
+                break
+            time.sleep(0.1)
+        host_cpu = (cg_usage_ns(self.cg_ours) - self.cg0) / 1e9
         text = r.stdout + r.stderr
         sess = re.search(r"session: (\S+)", text)
         spooled = 0
@@ -183,7 +252,7 @@ class Bench:
                     f"daemon_cpu_s={(cpu - self.daemon_cpu0) / 1e9:.3f} daemon_run_s={(run - self.daemon_run0) / 1e9:.4f} daemon_hwm_kb={rss} "
                     f"stop_s={stop_s:.3f} stop_rc={r.returncode} spooled={spooled} bytes_sent={sent} "
                     f"ring_overrun={ovr} perf_bytes_sent={psent} perf_samples={psamples} perf_lost={plost} "
-                    f"out_bytes={outsz} summary={summ!r}")
+                    f"out_bytes={outsz} host_cpu_s={host_cpu:.3f} host_perf={int(self.a.host_perf)} summary={summ!r}")
         if r.returncode:
             self.record("host stop_output=" + repr(text[-2000:]))
         if sess:
@@ -193,6 +262,98 @@ class Bench:
             os.rename(self.session_out, os.path.join(self.a.out, f"agent-{self.kept}.data"))
         subprocess.run(["rm", "-rf", self.session_out])
         self.daemon = None
+
+    def start_tracecmd(self, events, kb):
+        """trace-cmd record of the guest over its FIFOs: the same host events as our host perf's
+        default (sched_switch, sched_wakeup), the guest's EVENTS (comma list) in KB rings, no
+        time sync (--tsync-interval -1: ptp over user networking fails, bench/RESULTS.md), and
+        --no-filter: its pid filter reads set_ftrace_pid, which this host (6.18) refuses with
+        EPERM, and 3.1.6 then calls strcmp(NULL, "no pid") and dies of SIGSEGV (our host perf
+        does not leave itself out either)."""
+        self.tc_out = os.path.join(self.tmp, "tc")
+        os.makedirs(self.tc_out, exist_ok=True)
+        gev = [w for e in events.split(",") for w in ("-e", e)]
+        cmd = ["trace-cmd", "record", "-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
+               "--tsync-interval", "-1", "--no-filter", "-o", os.path.join(self.tc_out, "trace.dat"),
+               "-A", f"{TC_GUEST}:{TC_PORT}"] + gev + ["-b", kb]
+        self.tc_log = open(os.path.join(self.tc_out, "record.log"), "w")
+        self.tc_log.write("+ " + " ".join(cmd) + "\n")
+        self.tc_log.flush()
+        self.tc_cg0 = cg_usage_ns(self.cg_theirs)
+        self.t_go = time.monotonic()
+        wrap = shlex.split(os.environ.get("VT_TC_WRAP", ""))  # e.g. a debugger
+        self.tc = subprocess.Popen(wrap + cmd, cwd=self.tc_out, stdout=self.tc_log, stderr=subprocess.STDOUT,
+                                   preexec_fn=cg_join(self.cg_theirs), start_new_session=True)
+
+    def stop_tracecmd(self):
+        dur = time.monotonic() - self.t_go
+        t0 = time.monotonic()
+        try:
+            os.killpg(self.tc.pid, 2)  # Ctrl-C: SIGINT to its whole process group
+        except ProcessLookupError:
+            pass
+        try:
+            for _ in range(int(os.environ.get("VT_TC_STOP_WAIT", "600")) // 5):
+                try:
+                    rc = self.tc.wait(timeout=5)
+                    break
+                except subprocess.TimeoutExpired:
+                    ps = subprocess.run(["ps", "-o", "pid,stat,time,wchan:20,args", "-g", str(self.tc.pid)],
+                                        capture_output=True, text=True).stdout
+                    self.record("host tracecmd_waiting=" + repr(ps))
+            else:
+                rc = self.tc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            self.tc.kill()
+            rc = self.tc.wait()
+        stop_s = time.monotonic() - t0
+        try:  # recorders a crashed or killed trace-cmd left behind would read on and cost CPU
+            os.killpg(self.tc.pid, 9)
+        except ProcessLookupError:
+            pass
+        for _ in range(100):
+            if self.cg_theirs is None or not open(os.path.join(self.cg_theirs, "cgroup.procs")).read().strip():
+                break
+            time.sleep(0.1)
+        host_cpu = (cg_usage_ns(self.cg_theirs) - self.tc_cg0) / 1e9
+        self.tc_log.close()
+        files = {n: os.path.getsize(os.path.join(self.tc_out, n)) for n in os.listdir(self.tc_out) if n.endswith(".dat")}
+        log = open(os.path.join(self.tc_out, "record.log"), errors="replace").read()
+        errs = " | ".join(l.strip() for l in log.splitlines()
+                          if re.search(r"fail|error|warning|can ?not|die|negotiat", l, re.I))[:600]
+        self.record(f"host mode=tracecmd traced_s={dur:.2f} stop_s={stop_s:.3f} rc={rc} host_cpu_s={host_cpu:.3f} "
+                    f"out_bytes={sum(files.values())} files={','.join(f'{k}:{v}' for k, v in sorted(files.items()))} "
+                    f"msgs={errs!r}")
+        if rc or not files:
+            self.record("host tracecmd_log=" + repr(log[-2000:]))
+        if self.a.keep:
+            self.kept_tc = getattr(self, "kept_tc", 0) + 1
+            os.rename(self.tc_out, os.path.join(self.a.out, f"tracecmd-{self.kept_tc}"))
+        subprocess.run(["rm", "-rf", self.tc_out])
+        self.tc = None
+
+    def snapshot(self):
+        out = os.path.join(self.tmp, "snap.data")
+        live = os.path.getsize(self.session_out) if os.path.isfile(self.session_out) else 0
+        t0 = time.monotonic()
+        r = subprocess.run([COLLECTOR, "snapshot", "--name", VM, "--run-dir", self.rundir, "-o", out],
+                           capture_output=True, text=True)
+        snap_s = time.monotonic() - t0
+        sz = os.path.getsize(out) if os.path.exists(out) else 0
+        self.record(f"host mode=snapshot snapshot_s={snap_s:.3f} rc={r.returncode} snap_bytes={sz} live_bytes_before={live}"
+                    + ("" if not r.returncode else f" msg={(r.stdout + r.stderr).strip()[-500:]!r}"))
+        subprocess.run(["rm", "-rf", out])
+
+    def tracecmd_setup(self):
+        """The peer's host side as its docs say: setup-guest makes the FIFOs, QEMU gets a port on
+        each (chardev pipe: PATH.in/.out), named trace-pipe-cpuN, and the agent's control port."""
+        subprocess.run(["trace-cmd", "setup-guest", "-c", str(self.a.cpus), TC_GUEST], check=True)
+        q = ["-device", "virtio-serial-pci,id=tc-serial"]
+        for c in range(self.a.cpus):
+            q += ["-chardev", f"pipe,id=tcpipe{c},path={TC_DIR}/trace-pipe-cpu{c}",
+                  "-device", f"virtserialport,bus=tc-serial.0,chardev=tcpipe{c},name=trace-pipe-cpu{c}"]
+        q += ["-nic", f"user,model=e1000,hostfwd=tcp:127.0.0.1:{TC_PORT}-:823"]
+        return q
 
     def start_cats(self):
         n = 0
@@ -226,10 +387,18 @@ class Bench:
                 self.start_agent("sched:sched_process_exec", self.a.kb, perf_freq=words[2])
             elif words[1] == "cat":
                 self.start_cats()
+            elif words[1] == "tracecmd":
+                self.start_tracecmd(*words[2:])
+            self.send("go")
+        elif words[0] == "snapshot":
+            if self.daemon:
+                self.snapshot()
             self.send("go")
         elif words[0] == "finished":
             if self.daemon:
                 self.stop_agent()
+            if self.tc:
+                self.stop_tracecmd()
             if self.cats:
                 self.stop_cats()
             self.send("next")
@@ -244,11 +413,13 @@ class Bench:
                    VT_E2E_KERNEL=os.path.join(BUILD, "tests", "e2e", "vmlinux"),
                    VT_E2E_INITRD=self.initrd())
         append = f"vt.secs={a.secs} vt.rounds={a.rounds} vt.kb={a.kb} {a.append}"
+        extra = self.tracecmd_setup() if a.with_tracecmd else []
         self.record(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {a.script} {append} host={os.uname().nodename} "
                     f"kernel={os.uname().release} ncpu={os.cpu_count()} load={','.join(loadavg())} accel=tcg")
         boot = subprocess.Popen([BOOT, "--dir", self.vmdir, "--log", self.log, "--console-in", self.fifo,
                                  "--script", os.path.join(TOP, "bench", "guest", a.script + ".sh"),
-                                 "--accel", "tcg", "--timeout", str(a.timeout), "--append", append], env=env)
+                                 "--accel", "tcg", "--timeout", str(a.timeout), "--append", append,
+                                 "--cpus", str(a.cpus), "--qemu-args", " ".join(extra)], env=env)
         pos = 0
         pending = ""
         while True:
@@ -277,6 +448,8 @@ class Bench:
             time.sleep(0.05)
         if self.daemon:
             self.stop_agent()
+        if self.tc:
+            self.stop_tracecmd()
         self.record(f"# end {time.strftime('%H:%M:%S')} boot_status={boot.returncode} load={','.join(loadavg())}")
         subprocess.run(["cp", self.log, os.path.join(a.out, "console.log")])
         subprocess.run(["rm", "-rf", self.tmp])
@@ -293,6 +466,9 @@ def main():
     p.add_argument("--timeout", type=int, default=0)
     p.add_argument("--out", default=None)
     p.add_argument("--with-perf", action="store_true")
+    p.add_argument("--with-tracecmd", action="store_true")
+    p.add_argument("--host-perf", action="store_true")
+    p.add_argument("--cpus", type=int, default=2)
     p.add_argument("--keep", action="store_true", help="keep each agent session's perf.data in OUT as agent-N.data")
     p.add_argument("--start-args", default="", help="more trace-collector start options, e.g. '--flush-interval 0'")
     a = p.parse_args()

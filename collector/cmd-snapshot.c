@@ -15,6 +15,7 @@
 #include "log.h"
 #include "merge.h"
 #include "util.h"
+#include "vmgroup.h"
 
 #define DUMP_WAIT_MS 15000
 
@@ -142,6 +143,11 @@ static int snapshot_run(int argc, char **argv)
 
 	if (r)
 		return r > 0 ? 0 : 2;
+	if (vmgroup_find(run_dir, name, dir, sizeof(dir)) == 1) {
+		log_error("snapshot is not yet for several VMs in one session (its group's host recording is in %s): "
+			  "'trace-collector stop' writes the set's perf.data", dir);
+		return 1;
+	}
 	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0)
 		return 1;
 	r = status_request(sock, "snapshot", &reply);

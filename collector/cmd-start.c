@@ -8,17 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "collector.h"
 #include "disk.h"
 #include "log.h"
 #include "perf_events.h"
 #include "util.h"
+#include "vmgroup.h"
 
 #define START_USAGE                                                                                   \
-	"--name VM [--dir D] [--run-dir R] [-e EVENTS] [--buffer-kb N] [--clock auto|kvm|ptp]\n"      \
+	"{--name VM [--dir D] | --name VM --name VM2 ... [--vm-root ROOT] | --all [--vm-root ROOT]}\n"  \
+	"       [--run-dir R] [-e EVENTS] [--buffer-kb N] [--clock auto|kvm|ptp]\n"      \
 	"       [--trace-clock auto|mono|x86-tsc]\n"                                                   \
 	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
 	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
@@ -79,7 +84,13 @@
 	"                   later perf report of this user reads them; a build-id the host holds\n"  \
 	"                   (host.data's, its files', one in the cache) is still refused\n"          \
 	"  --allow-partial  go on when some guest CPUs cannot stream (named in status, the stop\n"   \
-	"                   summary and session.ini); by default start fails naming them\n"              \
+	"                   summary and session.ini), or some of several VMs cannot start; by default\n" \
+	"                   start fails naming them\n"                                                 \
+	"  --name VM --name VM2 ...  several VMs in one session: one host recording (the first VM's\n" \
+	"                   daemon records the whole host for all), one output at stop; status and stop\n" \
+	"                   with the --name of any of them act on the whole set\n"                   \
+	"  --all            every VM dir set up under ROOT (--vm-root, default " COLLECTOR_VM_ROOT ")\n" \
+	"  --vm-root ROOT   with several VMs: their dirs are ROOT/VM\n"                              \
 	"  -- ARGS          host perf record's own arguments instead of '-a -e LIST', passed as they\n" \
 	"                   are (keep sched:sched_switch: the merge maps vCPUs with it)\n"
 
@@ -155,6 +166,7 @@ static const char *start_accepted(int c)
 		int c;
 		const char *what;
 	} tab[] = {
+		{ 'n', "a VM name; at most 16 --name (the VMs one merge takes)" },
 		{ 'e', "event names: sys:event, sys:* or sys, comma separated ([A-Za-z0-9_:*,], 1..1000 chars)" },
 		{ 'H', "event names: sys:event, sys:* or sys, comma separated ([A-Za-z0-9_:*,], 1..1000 chars)" },
 		{ 'T', "a tracer name of the guest's available_tracers ([A-Za-z0-9_], 1..63 chars)" },
@@ -204,7 +216,13 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	uint64_t v;
 
 	switch (c) {
-	case 'n': o->name = optarg; return 0;
+	case 'n':
+		if (o->nnames >= ARRAY_SIZE(o->names))
+			return -E2BIG;
+		o->name = o->names[o->nnames++] = optarg;
+		return 0;
+	case 'a': o->all = true; return 0;
+	case 'V': o->vm_root = optarg; return 0;
 	case 'd': *dir = optarg; return 0;
 	case 'R': *run = optarg; return 0;
 	case 'e': o->events = optarg; return start_events_ok(optarg) ? 0 : -EINVAL;
@@ -250,6 +268,7 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 }
 
 static int start_disk(struct start_opts *o);
+static int start_group_parse(struct start_opts *o, const char *dir, const char *run);
 
 /* The options into *o, the VM dir and run dir given in *dir and *run; 1: --help printed. */
 static int start_options(int argc, char **argv, struct start_opts *o, const char **dir, const char **run)
@@ -266,7 +285,7 @@ static int start_options(int argc, char **argv, struct start_opts *o, const char
 		{ "guest-perf-kb", 1, 0, 'k' }, { "no-guest-binaries", 0, 0, 'x' },
 		{ "trust-guest-binaries", 0, 0, 'X' },
 		{ "agent-events", 0, 0, 'S' }, { "flight-recorder", 1, 0, 'W' }, { "live-merge", 0, 0, 'L' },
-		{ "no-live-merge", 0, 0, 'M' }, { "help", 0, 0, 'h' }, {},
+		{ "no-live-merge", 0, 0, 'M' }, { "all", 0, 0, 'a' }, { "vm-root", 1, 0, 'V' }, { "help", 0, 0, 'h' }, {},
 	};
 	int c, r, li;
 
@@ -321,7 +340,13 @@ static int start_perf_args(int argc, char **argv, struct start_opts *o)
 /* The options together: a VM name, no two that exclude each other; the live merge's default. */
 static int start_check(struct start_opts *o)
 {
-	if (!o->name || !start_vm_name_ok(o->name)) {
+	bool several = o->nnames > 1 || o->all;
+
+	if (!several && o->vm_root) {
+		log_error("--vm-root is for several VMs (--name VM --name VM2 ..., or --all): for one, name its dir with --dir");
+		return -EINVAL;
+	}
+	if (!several && (!o->name || !start_vm_name_ok(o->name))) {
 		log_error(o->name ? "invalid VM name '%s' (letters, digits, '_', '-', '.')" :
 				    "missing --name VM (see trace-collector start --help)", o->name);
 		return -EINVAL;
@@ -366,6 +391,8 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 	if ((r = start_options(argc, argv, o, &dir, &run)) != 0 || (r = start_perf_args(argc, argv, o)) < 0 ||
 	    (r = start_check(o)) < 0)
 		return r;
+	if (o->nnames > 1 || o->all)
+		return start_group_parse(o, dir, run);
 	if (!dir) {
 		snprintf(buf, sizeof(buf), "%s/%s", COLLECTOR_VM_ROOT, o->name);
 		dir = buf;
@@ -467,17 +494,19 @@ static int start_lock(const struct start_opts *o)
 	return TAKE_FD(fd);
 }
 
-/* Parent side: relays the daemon's result; on failure prints the errors of its log. */
-static int start_wait(int rfd, pid_t child)
+/* Parent side: relays the daemon's result (its session dir in dir); on failure prints the
+ * errors of its log, each after "NAME: " when name (one of several VMs), the first in why. */
+static int start_wait(int rfd, pid_t child, const char *name, char *dir, size_t dirsize, char *why, size_t whysize)
 {
-	char buf[PATH_MAX + 64], dir[PATH_MAX + 64] = "";
-	FILE *f = fdopen(rfd, "r");
+	char buf[PATH_MAX + 64], log[PATH_MAX + 96];
+	FILE *f = fdopen(rfd, "r"), *l;
 	bool ok = false;
 
+	dir[0] = '\0';
 	while (f && fgets(buf, sizeof(buf), f)) {
 		buf[strcspn(buf, "\n")] = '\0';
 		if (!strncmp(buf, "dir ", 4))
-			snprintf(dir, sizeof(dir), "%s", buf + 4);
+			snprintf(dir, dirsize, "%s", buf + 4);
 		else if (!strcmp(buf, "ok"))
 			ok = true;
 		if (!strcmp(buf, "ok") || !strcmp(buf, "fail"))
@@ -485,26 +514,33 @@ static int start_wait(int rfd, pid_t child)
 	}
 	if (f)
 		fclose(f);
-	if (ok) {
-		printf("%s\n", dir);
+	if (ok)
 		return 0;
-	}
 	waitpid(child, NULL, 0);
-	if (dir[0]) {
-		char log[PATH_MAX + 96];
-		FILE *l;
-
-		snprintf(log, sizeof(log), "%s/collector.log", dir);
-		l = fopen(log, "r");
-		while (l && fgets(buf, sizeof(buf), l))
-			if (strstr(buf, "error: "))
-				fputs(buf, stderr);
-		if (l)
-			fclose(l);
-		log_error("start failed; session dir kept at %s (log: %s)", dir, log);
-	} else {
-		log_error("start failed (see the messages above)");
+	if (why)
+		snprintf(why, whysize, "start failed%s%s", dir[0] ? ", see " : "", dir[0] ? dir : "");
+	if (!dir[0]) {
+		log_error("%s%sstart failed (see the messages above)", name ? name : "", name ? ": " : "");
+		return 1;
 	}
+	snprintf(log, sizeof(log), "%s/collector.log", dir);
+	l = fopen(log, "r");
+	for (bool first = true; l && fgets(buf, sizeof(buf), l);) {
+		char *e = strstr(buf, "error: ");
+
+		if (!e)
+			continue;
+		if (name)
+			log_error("%s: %.*s", name, (int)strcspn(e + 7, "\n"), e + 7);
+		else
+			fputs(buf, stderr);
+		if (why && first)
+			snprintf(why, whysize, "%.*s", (int)strcspn(e + 7, "\n"), e + 7);
+		first = false;
+	}
+	if (l)
+		fclose(l);
+	log_error("%s%sstart failed; session dir kept at %s (log: %s)", name ? name : "", name ? ": " : "", dir, log);
 	return 1;
 }
 
@@ -518,31 +554,278 @@ static void start_child(const struct start_opts *o, int lock_fd, int wfd)
 		dup2(null, 1);
 		close(null);
 	}
+	if (o->group) /* the other VMs' pipes and locks stay theirs */
+		for (int fd = 3; fd < 1024; fd++)
+			if (fd != lock_fd && fd != wfd)
+				close(fd);
 	_exit(daemon_run(o, lock_fd, wfd));
 }
+
+/* The VM's lock, then its daemon in the background; *ret_fd reads its result (start_wait). */
+static int start_spawn(const struct start_opts *o, pid_t *ret_pid, int *ret_fd)
+{
+	int lock_fd = start_lock(o), p[2];
+	pid_t pid;
+
+	if (lock_fd < 0)
+		return lock_fd;
+	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
+		log_error("%s: cannot start the daemon: %s", o->name, strerror(errno));
+		close(lock_fd);
+		return -errno;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		start_child(o, lock_fd, p[1]);
+	}
+	close(p[1]);
+	close(lock_fd);
+	*ret_pid = pid;
+	*ret_fd = p[0];
+	return 0;
+}
+
+static int start_group(const struct start_opts *o);
 
 static int start_run(int argc, char **argv)
 {
 	struct start_opts o;
-	int r = start_parse(argc, argv, &o), lock_fd, p[2];
+	char dir[PATH_MAX + 64];
+	int r = start_parse(argc, argv, &o), lock_fd, fd;
 	pid_t pid;
 
 	if (r)
 		return r > 0 ? 0 : 2;
-	lock_fd = start_lock(&o);
-	if (lock_fd < 0)
+	if (o.nnames > 1 || o.all)
+		return start_group(&o);
+	if (o.foreground) {
+		lock_fd = start_lock(&o);
+		return lock_fd < 0 ? 1 : daemon_run(&o, lock_fd, -1);
+	}
+	if (start_spawn(&o, &pid, &fd) < 0)
 		return 1;
-	if (o.foreground)
-		return daemon_run(&o, lock_fd, -1);
-	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
-		log_error("cannot start the daemon: %s", strerror(errno));
+	r = start_wait(fd, pid, NULL, dir, sizeof(dir), NULL, 0);
+	if (r == 0)
+		printf("%s\n", dir);
+	return r;
+}
+
+/* ---- several VMs in one session (vmgroup.c) ---- */
+
+/* What one session of several VMs cannot take, checked once for all. */
+static int start_group_parse(struct start_opts *o, const char *dir, const char *run)
+{
+	const char *why = dir ? "--dir names one VM's dir: with several VMs their dirs are ROOT/VM (--vm-root ROOT)" :
+			  o->all && o->nnames ? "--all and --name exclude each other" :
+			  o->qemu_pid ? "--qemu-pid names one VM's QEMU: with several VMs each one's is found from its ports" :
+			  o->foreground ? "--foreground runs one daemon in this process: several VMs run one each" :
+			  o->flight_recorder ? "--flight-recorder is not yet for several VMs: trace them one by one" :
+			  o->live_explicit ? "the live merge (--live-merge, -o -) is for one VM: several VMs are merged at stop" :
+			  NULL;
+
+	if (why) {
+		log_error("%s", why);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < o->nnames; i++) {
+		if (!start_vm_name_ok(o->names[i])) {
+			log_error("invalid VM name '%s' (letters, digits, '_', '-', '.')", o->names[i]);
+			return -EINVAL;
+		}
+		for (unsigned j = 0; j < i; j++)
+			if (!strcmp(o->names[i], o->names[j])) {
+				log_error("--name %s is given twice", o->names[i]);
+				return -EINVAL;
+			}
+	}
+	o->live_merge = false; /* the live merge is single-guest: the set is merged at stop */
+	o->no_live_merge = true;
+	if (!o->vm_root)
+		o->vm_root = COLLECTOR_VM_ROOT;
+	return start_abs(run, o->run_dir, false);
+}
+
+/* The set's names: every --name, or with --all every VM dir under the root. */
+static int start_group_names(const struct start_opts *o, struct vmgroup *g)
+{
+	unsigned n = 0;
+	int r;
+
+	if (!o->all) {
+		for (unsigned i = 0; i < o->nnames; i++)
+			snprintf(g->vm[g->n++].name, sizeof(g->vm[0].name), "%s", o->names[i]);
+		return 0;
+	}
+	r = vmgroup_scan(o->vm_root, g);
+	if (r == -E2BIG) {
+		log_error("--all: %u VM dirs in %s, and one session takes at most %u (the merge's bound): name them "
+			  "with --name", g->n, o->vm_root, VMGROUP_MAX_VMS);
+		return r;
+	}
+	if (r < 0) {
+		log_error("--all: cannot list the VM dirs in %s: %s", o->vm_root, strerror(-r));
+		return r;
+	}
+	for (unsigned i = 0; i < g->n; i++) /* a dir setup could not have made is no VM's */
+		if (start_vm_name_ok(g->vm[i].name))
+			g->vm[n++] = g->vm[i];
+	g->n = n;
+	if (!n) {
+		log_error("--all: no VM dir in %s: set each VM up with 'trace-collector setup --name VM --cpus N'", o->vm_root);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* VM i's options: the set's, its own dir and disk budget; false (why said) when it cannot start. */
+static bool start_group_vm(const struct start_opts *o, struct vmgroup *g, unsigned i, struct start_opts *vo)
+{
+	struct vmgroup_vm *vm = &g->vm[i];
+	char dir[PATH_MAX + 80];
+
+	*vo = *o;
+	vo->name = vm->name;
+	vo->nnames = 0;
+	vo->all = false;
+	vo->group = g->id;
+	snprintf(dir, sizeof(dir), "%s/%s", o->vm_root, vm->name);
+	if (start_abs(dir, vo->vm_dir, true) < 0)
+		snprintf(vm->why, sizeof(vm->why), "no VM dir %.300s: run 'trace-collector setup --name %s --cpus N' first",
+			 dir, vo->name);
+	else if (start_disk(vo) < 0)
+		snprintf(vm->why, sizeof(vm->why), "its session dir's file system has too little free space (said above)");
+	else
+		return true;
+	vm->role = VMGROUP_FAILED;
+	return false;
+}
+
+/* The first VM that starts records the host for all: 0, or -1 when none may go on. */
+static int start_group_leader(struct vmgroup *g, struct start_opts *vo, bool partial)
+{
+	for (unsigned i = 0; i < g->n; i++) {
+		pid_t pid;
+		int fd;
+
+		if (g->vm[i].role == VMGROUP_FAILED)
+			continue;
+		if (start_spawn(&vo[i], &pid, &fd) < 0)
+			snprintf(g->vm[i].why, sizeof(g->vm[i].why), "its daemon could not start (said above)");
+		else if (start_wait(fd, pid, g->vm[i].name, g->vm[i].dir, sizeof(g->vm[i].dir), g->vm[i].why,
+				    sizeof(g->vm[i].why)) == 0) {
+			g->vm[i].role = VMGROUP_LEADER;
+			g->leader = i;
+			return 0;
+		}
+		g->vm[i].role = VMGROUP_FAILED;
+		if (!partial)
+			return -1;
+	}
+	return -1;
+}
+
+/* The others all at once, each naming the leader's host recording; how many failed. */
+static unsigned start_group_members(struct vmgroup *g, struct start_opts *vo)
+{
+	const struct start_opts *lo = &vo[g->leader];
+	pid_t pid[VMGROUP_MAX_VMS];
+	int fd[VMGROUP_MAX_VMS];
+	unsigned failed = 0;
+
+	for (unsigned i = 0; i < g->n; i++) {
+		fd[i] = -1;
+		if (i == g->leader || g->vm[i].role == VMGROUP_FAILED)
+			continue;
+		if (!lo->no_host && !lo->host_data[0])
+			snprintf(vo[i].host_data, sizeof(vo[i].host_data), "%s/host.data", g->vm[g->leader].dir);
+		snprintf(vo[i].group_leader, sizeof(vo[i].group_leader), "%s", g->vm[g->leader].dir);
+		vo[i].host_events = NULL;
+		vo[i].host_perf_argv = NULL;
+		vo[i].host_perf_argc = 0;
+		vo[i].out[0] = '\0';
+		if (start_spawn(&vo[i], &pid[i], &fd[i]) < 0) {
+			snprintf(g->vm[i].why, sizeof(g->vm[i].why), "its daemon could not start (said above)");
+			g->vm[i].role = VMGROUP_FAILED;
+			failed++;
+		}
+	}
+	for (unsigned i = 0; i < g->n; i++) {
+		if (fd[i] < 0)
+			continue;
+		if (start_wait(fd[i], pid[i], g->vm[i].name, g->vm[i].dir, sizeof(g->vm[i].dir), g->vm[i].why,
+			       sizeof(g->vm[i].why)) == 0) {
+			g->vm[i].role = VMGROUP_MEMBER;
+		} else {
+			g->vm[i].role = VMGROUP_FAILED;
+			failed++;
+		}
+	}
+	return failed;
+}
+
+/* Says which VMs are not traced; without --allow-partial stops the ones that started. */
+static int start_group_failed(struct vmgroup *g, bool partial, bool stop)
+{
+	char list[1024] = "";
+	size_t at = 0;
+
+	for (unsigned i = 0; i < g->n; i++) {
+		if (g->vm[i].role != VMGROUP_FAILED)
+			continue;
+		at += (size_t)snprintf(list + at, at < sizeof(list) ? sizeof(list) - at : 0, "%s%s", at ? ", " : "", g->vm[i].name);
+		if (partial)
+			log_warn("%s: not traced: %s", g->vm[i].name, g->vm[i].why);
+		else
+			log_error("%s: cannot be traced: %s", g->vm[i].name, g->vm[i].why);
+	}
+	if (partial)
+		return 0;
+	if (stop) {
+		for (unsigned i = 0; i < g->n; i++) /* their sessions are kept, stopped, not merged */
+			if (g->vm[i].role != VMGROUP_FAILED)
+				log_info("%s: stopping its session %s", g->vm[i].name, g->vm[i].dir);
+		vmgroup_stop_daemons(g, false, NULL);
+	}
+	log_error("start failed: %s cannot be traced, so no VM of the set is (--allow-partial goes on without %s)",
+		  list, strchr(list, ',') ? "them" : "it");
+	return 1;
+}
+
+static int start_group(const struct start_opts *o)
+{
+	_cleanup_free_ struct vmgroup *g = calloc(1, sizeof(*g));
+	_cleanup_free_ struct start_opts *vo = NULL;
+	unsigned failed = 0, traced = 0;
+	uint64_t id;
+
+	if (!g || start_group_names(o, g) < 0 || !(vo = calloc(g->n, sizeof(*vo))))
+		return 1;
+	if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+		id = util_now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid();
+	snprintf(g->id, sizeof(g->id), "%016llx", (unsigned long long)id);
+	snprintf(g->run_dir, sizeof(g->run_dir), "%s", o->run_dir);
+	snprintf(g->out, sizeof(g->out), "%s", o->out);
+	snprintf(g->state, sizeof(g->state), "running");
+	for (unsigned i = 0; i < g->n; i++)
+		failed += !start_group_vm(o, g, i, &vo[i]);
+	if (failed && !o->allow_partial)
+		return start_group_failed(g, false, false);
+	if (start_group_leader(g, vo, o->allow_partial) < 0)
+		return start_group_failed(g, false, false);
+	if (start_group_members(g, vo) && !o->allow_partial)
+		return start_group_failed(g, false, true);
+	start_group_failed(g, true, false);
+	if (vmgroup_write(g) < 0) {
+		vmgroup_stop_daemons(g, false, NULL);
 		return 1;
 	}
-	if (pid == 0) {
-		close(p[0]);
-		start_child(&o, lock_fd, p[1]);
+	printf("%s\n", g->vm[g->leader].dir);
+	for (unsigned i = 0; i < g->n; i++) {
+		traced += g->vm[i].role != VMGROUP_FAILED;
+		if (g->vm[i].role == VMGROUP_MEMBER)
+			printf("%s\n", g->vm[i].dir);
 	}
-	close(p[1]);
-	close(lock_fd);
-	return start_wait(p[0], pid);
+	printf("group %s: %u of %u VMs traced, host recorded by %s for all; status and stop with the --name of "
+	       "any of them\n", g->id, traced, g->n, g->vm[g->leader].name);
+	return 0;
 }

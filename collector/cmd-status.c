@@ -12,6 +12,7 @@
 #include "ctlsock.h"
 #include "log.h"
 #include "util.h"
+#include "vmgroup.h"
 
 static double status_watch_s; /* status --watch */
 
@@ -49,7 +50,8 @@ const struct cmd_entry cmd_status = {
 	.usage = "[--name VM] [--run-dir R] [--watch[=SEC]]\n"
 		 "Per-CPU and total pages, bytes, MB/s over the last seconds, ring losses seen so far,\n"
 		 "transport losses (known once the CPU's end marker arrived), the session's age, the\n"
-		 "clock's state and error bound, spool size, host perf.\n"
+		 "clock's state and error bound, spool size, host perf. A VM started with others\n"
+		 "(start --name A --name B ...): every VM of the set, under its name.\n"
 		 "  --watch[=SEC]   refresh every SEC seconds (default 2) like top, until the session\n"
 		 "                  ends or Ctrl-C\n",
 	.run = status_run,
@@ -132,11 +134,13 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 static int status_run(int argc, char **argv)
 {
 	const char *name = NULL, *run_dir = COLLECTOR_RUN_DIR;
-	char sock[PATH_MAX];
+	char sock[PATH_MAX], leader[PATH_MAX];
 	int r = status_parse(argc, argv, &cmd_status, &name, &run_dir, NULL, NULL);
 
 	if (r)
 		return r > 0 ? 0 : 2;
+	if (status_watch_s <= 0 && vmgroup_find(run_dir, name, leader, sizeof(leader)) == 1)
+		return vmgroup_status(leader, stdout); /* one of several VMs: every VM's */
 	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0)
 		return 1;
 	if (status_watch_s > 0)

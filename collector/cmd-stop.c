@@ -8,9 +8,12 @@
 #include <sys/stat.h>
 
 #include "collector.h"
+#include "disk.h"
 #include "gbin.h"
 #include "log.h"
+#include "session.h"
 #include "util.h"
+#include "vmgroup.h"
 
 
 /* A guest clock that cannot be aligned is said on the summary's first line (the file is still
@@ -36,7 +39,9 @@ const struct cmd_entry cmd_stop = {
 		 "record, finalizes the session dir, merges it into OUT (default: start's -o, else\n"
 		 "./VM.data; -z compresses with zstd) and prints a short summary: what was lost, cut or\n"
 		 "missing and why, each kind on one line. The full one (per CPU, per event type) goes to\n"
-		 "SESSION/stop-summary.txt; -v (--verbose) prints it instead.\n",
+		 "SESSION/stop-summary.txt; -v (--verbose) prints it instead.\n"
+		 "A VM started with others (start --name A --name B ...): the whole set stops, the VM\n"
+		 "recording the host last, into one OUT (default: start's -o, else ./A-group.data).\n",
 	.run = stop_run,
 };
 
@@ -342,6 +347,8 @@ static int stop_run(int argc, char **argv)
 	r = status_parse(argc, argv, &cmd_stop, &name, &run_dir, &out, &compress);
 	if (r)
 		return r > 0 ? 0 : 2;
+	if (vmgroup_find(run_dir, name, dir, sizeof(dir)) == 1) /* one of several VMs: the whole set */
+		return vmgroup_stop(dir, out, compress, verbose);
 	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0) {
 		stop_last_session(run_dir, name);
 		return 1;

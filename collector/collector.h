@@ -106,6 +106,13 @@ struct start_opts {
 	bool agent_events;            /* --agent-events: the agent's own threads traced too */
 	const char *kvm_debugfs;      /* debugfs root for the kvm method */
 	struct guest_perf_opts perf;  /* --guest-perf, --guest-freq, --guest-perf-kb */
+	/* Several VMs in one session (start --name A --name B, --all; collector/vmgroup.c): */
+	const char *names[16];        /* every --name, in order (VMGROUP_MAX_VMS) */
+	unsigned nnames;
+	bool all;                     /* --all: every VM dir under vm_root */
+	const char *vm_root;          /* --vm-root: the VM dirs are ROOT/NAME */
+	const char *group;            /* the set's id (session.ini group=); NULL: one VM */
+	char group_leader[PATH_MAX];  /* a member: the session dir of the VM that records the host */
 };
 
 /* cmd-status.c: the status client, shared by status, snapshot and stop. */
@@ -125,7 +132,3 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 /* Runs the daemon; notify_fd (or -1 in the foreground) receives "dir PATH", then "ok" or "fail". */
 int daemon_run(const struct start_opts *o, int lock_fd, int notify_fd);
 
-/* cmd-stop.c reads session.ini and the disk budget and takes their headers from here until its
- * own include lines name them (its summary is being reworked on another branch). */
-#include "disk.h"
-#include "session.h"

@@ -127,8 +127,9 @@ int daemon_choose_clock(struct daemon *d, char *why, size_t len)
 
 	/* Guest perf stamps its records with the guest's mono: beside x86-tsc (kvm, or ptp on a
 	 * coarse guest) the probes also read mono (perf-clock.samples), and host times must be
-	 * CLOCK_MONOTONIC for that fit, so kvm relates the host TSC to it (no TIME_CONV). */
-	d->clk.no_time_conv = d->o->perf.events != NULL;
+	 * CLOCK_MONOTONIC for that fit, so kvm relates the host TSC to it (no TIME_CONV). So do
+	 * the VMs of a group: one host recording, whose clock every one of them must share. */
+	d->clk.no_time_conv = d->o->perf.events != NULL || d->o->group;
 	if (strcmp(d->o->trace_clock, "auto") && !clocks_has(d->hello.clocks, d->o->trace_clock)) {
 		snprintf(why, len, "--trace-clock %s: the guest has no such trace clock (it offers: %s)", d->o->trace_clock,
 			 d->hello.clocks);

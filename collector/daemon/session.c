@@ -176,6 +176,10 @@ int session_write(const struct session_info *s)
 	ini_str(f, "missing_cpus", s->missing_cpus);
 	if (s->start_error[0])
 		ini_str(f, "start_error", s->start_error);
+	if (s->opts && s->opts->group) { /* one of several VMs (collector/vmgroup.c); the leader's group_leader is "" */
+		ini_str(f, "group", s->opts->group);
+		ini_str(f, "group_leader", s->opts->group_leader);
+	}
 	if (s->opts)
 		session_write_opts(f, s->opts);
 	if (fclose(f) != 0)

@@ -54,6 +54,9 @@ wait_for() {
 	done
 }
 
+# Whether FILE has N lines at least (for wait_for: read again on each try).
+lines_at_least() { test "$(wc -l <"$1" 2>/dev/null || echo 0)" -ge "$2"; }
+
 # spool_check SPOOL SESSION_ID: prints "pages=N end=1|0 stale=BYTES" as a reader of the
 # session dir would see it (docs/session-dir.md): begin marker of this session, pages, end marker.
 spool_check() {

@@ -59,7 +59,9 @@ py stale "$VMDIR/agent-ctl-path.out" junk >/dev/null
 
 "$TRACE_AGENT" --ports-dir "$VMDIR" --instance "$INST" -v 2>"$T/agent.log" &
 AGENT_PID=$!
-check "agent reads the stale junk off agent-ctl-path.in" wait_for 10 test "$(py queued "$VMDIR/agent-ctl-path.in")" = 0
+# (a function: wait_for runs it again each try; a $(...) in its arguments would be read once)
+ctl_in_empty() { test "$(py queued "$VMDIR/agent-ctl-path.in")" = 0; }
+check "agent reads the stale junk off agent-ctl-path.in" wait_for 10 ctl_in_empty
 check "agent created its instance" wait_for 10 test -d "$TRACEFS/instances/$INST"
 check "agent running" kill -0 "$AGENT_PID"
 

@@ -14,7 +14,7 @@ out=$(start --no-host --clock ptp --probe-interval 0.2 --holdout-probes 2>&1); r
 check "ptp: start succeeds ($out)" test $rc -eq 0
 S=$(tail -n 1 <<<"$out")
 check "ptp: a burst of 32 probes at start" test "$(wc -l <"$S/clock.samples")" -ge 32
-wait_for 10 test "$(wc -l <"$S/clock.holdout" 2>/dev/null || echo 0)" -ge 3
+wait_for 10 lines_at_least "$S/clock.holdout" 3
 check "ptp: hold-out probes every 0.2 s in clock.holdout" test "$(wc -l <"$S/clock.holdout")" -ge 3
 check_out "ptp: status states samples and error bound" '^clock: ptp, [0-9]+ probe samples \([0-9]+ used\), error bound [0-9]+ ns' status
 out=$(stop 2>&1)
@@ -41,7 +41,7 @@ check "kvm: session.ini clock_method=kvm" test "$(ini "$S" clock_method)" = kvm
 check "kvm: guest clock x86-tsc" test "$(ini "$S" guest_clock)" = x86-tsc
 check_out "kvm: first reading of both vCPUs (fixture values)" '^[0-9]+ 0 -1234567890123 225179981368524 48$' cat "$S/kvm.samples"
 check_out "kvm: vcpu1 unscaled" '^[0-9]+ 1 5000 0 0$' cat "$S/kvm.samples"
-wait_for 10 test "$(wc -l <"$S/kvm.samples")" -ge 6
+wait_for 10 lines_at_least "$S/kvm.samples" 6
 check "kvm: periodic readings" test "$(wc -l <"$S/kvm.samples")" -ge 6
 out=$(stop 2>&1)
 check_out "kvm: stop summary states method, readings, error bound" \

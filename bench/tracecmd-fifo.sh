@@ -1,0 +1,45 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Ours beside trace-cmd 3.1.6's own virtio-serial FIFO mode on the same TCG guest (issue 33):
+# one boot, per round and rate one session of each (order swapped every round), the same
+# 1000-byte trace_marker flood (rate 0) and a paced 2 MB/s per vCPU, the same events and 1 MiB
+# rings; then one flood session of ours with a timed snapshot. Theirs, as its docs say:
+# 'trace-cmd setup-guest -c 2 127.0.0.1' makes the FIFOs, QEMU gets virtio-serial ports
+# trace-pipe-cpuN on them, 'trace-cmd agent -N 10.0.2.2' in the guest takes control over TCP
+# (user networking, host 127.0.0.1:18823 -> guest 823; vsock is not available here) and
+# writes into /dev/virtio-ports/trace-pipe-cpuN, 'trace-cmd record -A 127.0.0.1:18823' reads
+# them, without time sync (--tsync-interval -1: ptp over user networking fails, RESULTS.md).
+# Ours: trace-collector start with its defaults (host perf record, live merge) and stop.
+# Prints the table of bench/RESULTS.md (medians), raw lines in OUT/results.txt.
+#   bench/tracecmd-fifo.sh [--fix-splice] [--rounds 3] [--secs 10] [--psecs 25] [--out DIR]
+# --fix-splice: trace-cmd record runs with LD_PRELOAD=bench/tracecmd-splice0.c (built here): as
+#   shipped, its FIFO reader splices 0 bytes (libtracefs 1.6.4), so nothing is read while
+#   tracing, the guest's writers block and stop hangs until QEMU exits (RESULTS.md).
+# As root, after ninja -C build; takes /tmp/vt-guest.lock (one guest at a time).
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+rounds=3 secs=10 psecs=25 out= fix=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--fix-splice) fix=1; shift; continue ;;
+	--rounds) rounds=$2 ;; --secs) secs=$2 ;; --psecs) psecs=$2 ;; --out) out=$2 ;;
+	*) echo "tracecmd-fifo: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
+	esac
+	shift 2
+done
+[ "$(id -u)" -eq 0 ] || { echo "tracecmd-fifo: run as root" >&2; exit 1; }
+command -v trace-cmd >/dev/null || { echo "tracecmd-fifo: no trace-cmd: run scripts/bootstrap" >&2; exit 1; }
+out=${out:-$(mktemp -d /tmp/vt-bench-tcfifo.XXXXXX)}
+mkdir -p "$out"
+export VT_CACHE=${VT_CACHE:-$top/build/cache}
+if [ "$fix" = 1 ]; then
+	cc -O2 -Wall -shared -fPIC -o "$out/tracecmd-splice0.so" "$top/bench/tracecmd-splice0.c" -ldl
+	export VT_TC_WRAP="env LD_PRELOAD=$out/tracecmd-splice0.so"
+fi
+echo "# $(date '+%F %T') tracecmd-fifo rounds=$rounds secs=$secs psecs=$psecs fix_splice=$fix $(trace-cmd --version 2>&1 | grep -m1 version) uptime: $(uptime)" >>"$out/results.txt"
+flock /tmp/vt-guest.lock "$top/bench/vm-bench.py" tcfifo --with-tracecmd --host-perf --secs "$secs" --rounds "$rounds" \
+	--timeout $((rounds * 4 * (secs + psecs + 40) + 300)) --out "$out" \
+	--append "vt.rates=0,2000 vt.psecs=$psecs vt.snap=1 vt.events=sched,timer" || echo "tracecmd-fifo: vm-bench exit $?" >&2
+echo "# after: uptime: $(uptime)" >>"$out/results.txt"
+"$top/bench/summarize.py" tcfifo "$out/results.txt"
+echo "raw: $out/results.txt"
