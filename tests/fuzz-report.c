@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Fuzz target: a merged perf.data through trace-collector report (collector/report/): the
  * reader (formats, ID_INDEX, COMM, samples), the state machine, and all three outputs. Seeds:
- * real merged files cut by tests/fuzz/capture-report.py. */
+ * real merged files cut by tests/fuzz/capture-report.py, one of two VMs (merge A --guest B, kept
+ * by e2e report-merged-vms with VT_KEEP: guest_sched and guest2_sched events, each VM's vCPU
+ * the culprit of the other's stalls). */
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/mman.h>

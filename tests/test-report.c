@@ -292,3 +292,122 @@ TEST(inconsistent_pairs_dropped)
 	CHECK_INT(rep.n_stalls, ==, 1);
 	CHECK_INT(rep.stalls[0].start, ==, 21 * MS);
 }
+
+/* VM 200 (vCPU 1 = tid 2002) beside VM 100; B's guest (its own events) runs guest task comm
+ * (pid gpid) on vCPU 1 from t. */
+static void vm_b_running(uint64_t t, int32_t gpid, const char *comm)
+{
+	if (report_vm_find(&rep, 200) < 0) {
+		report_vm_add(&rep, 200, 2, &vm_b);
+		report_vcpu_thread(&rep, vm_b, 1, 2002);
+	}
+	report_guest_switch(&rep, vm_b, 1, t, gpid, comm);
+}
+
+/* A's vCPU 0 is preempted on host CPU 3 by B's vCPU 1 thread 10..25 ms. */
+static void a_preempted_by_b(void)
+{
+	report_guest_switch(&rep, vm_a, 0, 0, 55, "work");
+	sw(1 * MS, 3, 0, "swapper/3", R, 1001, "CPU 0/KVM");
+	sw(10 * MS, 3, 1001, "CPU 0/KVM", R, 2002, "CPU 1/KVM");
+	sw(25 * MS, 3, 2002, "CPU 1/KVM", R, 1001, "CPU 0/KVM");
+}
+
+static void text_of(char *buf, size_t len)
+{
+	struct report_filter f = { .vcpu = -1, .top = 10 };
+	FILE *m = fmemopen(buf, len, "w");
+
+	report_text(&rep, &f, m);
+	fclose(m);
+}
+
+static void json_of(char *buf, size_t len)
+{
+	struct report_filter f = { .vcpu = -1, .top = 10 };
+	FILE *m = fmemopen(buf, len, "w");
+
+	report_json(&rep, &f, m);
+	fclose(m);
+}
+
+/* The culprit is B's vCPU 1 thread, and B's guest had switched that vCPU to "busy-x": the stall
+ * names B, its vCPU and the task, in text, JSON and the picture's tooltip. */
+TEST(culprit_other_vms_guest_task)
+{
+	static char out[16384];
+	FILE *m;
+
+	setup(MS);
+	vm_b_running(0, 66, "early");
+	vm_b_running(5 * MS, 77, "busy-x"); /* the task B's vCPU 1 ran while A's vCPU 0 waited */
+	a_preempted_by_b();
+	vm_b_running(28 * MS, 0, "swapper/1"); /* B's trace goes on past it (idle later: not the task then) */
+	finish(30 * MS);
+	CHECK_INT(rep.n_stalls, ==, 1);
+	CHECK_INT(rep.stalls[0].vcpu, ==, 0);
+	CHECK_INT(rep.stalls[0].culprit.pid, ==, 2002);
+	CHECK_INT(rep.stalls[0].culprit_vm, ==, (int)vm_b);
+	CHECK_INT(rep.stalls[0].culprit_vcpu, ==, 1);
+	CHECK_INT(rep.stalls[0].culprit.g.pid, ==, 77);
+	CHECK_STR(rep.stalls[0].culprit.g.comm, "busy-x");
+	text_of(out, sizeof(out));
+	CHECK(strstr(out, "CPU 1/KVM (2002) = VM 200 vCPU 1 running busy-x (77)"));
+	json_of(out, sizeof(out));
+	CHECK(strstr(out, "\"culprit_vm\":200,\"culprit_vcpu\":1,"));
+	CHECK(strstr(out, "\"culprit_vm_name\":null,\"culprit_guest_comm\":\"busy-x\",\"culprit_guest_pid\":77"));
+	m = fmemopen(out, sizeof(out), "w");
+	report_svg(&rep, &(struct report_filter){ .vcpu = -1, .top = 10 }, m);
+	fclose(m);
+	CHECK(strstr(out, "culprit CPU 1/KVM (2002) = VM 200 vCPU 1 running busy-x (77) on host CPU 3"));
+}
+
+/* With a VM name (QEMU's process name) the VM is named by it; the guest's task name is cleaned
+ * of what a terminal would obey. */
+TEST(culprit_vm_named_and_guest_name_cleaned)
+{
+	static char out[16384];
+
+	setup(MS);
+	vm_b_running(0, 77, "\x1b[2Jspin\n");
+	report_vm_name(&rep, vm_b, "vm-b");
+	a_preempted_by_b();
+	vm_b_running(28 * MS, 77, "x");
+	finish(30 * MS);
+	CHECK_INT(rep.n_stalls, ==, 1);
+	CHECK_STR(rep.stalls[0].culprit.g.comm, "?[2Jspin?");
+	text_of(out, sizeof(out));
+	CHECK(strstr(out, "CPU 1/KVM (2002) = VM vm-b vCPU 1 running ?[2Jspin? (77)"));
+	CHECK(strstr(out, "  vCPU 1 (VM vm-b, QEMU 200, thread 2002)"));
+	json_of(out, sizeof(out));
+	CHECK(strstr(out, "\"culprit_vm_name\":\"vm-b\""));
+}
+
+/* B's guest task is not known before its first event, nor after its trace's last one: the VM
+ * and vCPU are named, the task not. */
+TEST(culprit_guest_task_unknown)
+{
+	static char out[16384];
+
+	setup(MS);
+	report_vm_add(&rep, 200, 2, &vm_b);
+	report_vcpu_thread(&rep, vm_b, 1, 2002);
+	a_preempted_by_b();
+	finish(30 * MS);
+	CHECK_INT(rep.n_stalls, ==, 1);
+	CHECK_INT(rep.stalls[0].culprit_vcpu, ==, 1);
+	CHECK_INT(rep.stalls[0].culprit.g.pid, ==, -1);
+	text_of(out, sizeof(out));
+	CHECK(strstr(out, "CPU 1/KVM (2002) = VM 200 vCPU 1 "));
+	CHECK(!strstr(out, "vCPU 1 running"));
+	json_of(out, sizeof(out));
+	CHECK(strstr(out, "\"culprit_guest_comm\":null,\"culprit_guest_pid\":-1"));
+
+	setup(MS); /* B's only event is at 0: at 25 ms its task is no longer known */
+	vm_b_running(0, 77, "busy-x");
+	a_preempted_by_b();
+	finish(30 * MS);
+	CHECK_INT(rep.n_stalls, ==, 1);
+	CHECK_INT(rep.stalls[0].culprit_vcpu, ==, 1);
+	CHECK_INT(rep.stalls[0].culprit.g.pid, ==, -1);
+}

@@ -22,6 +22,27 @@ static void json_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+static void json_str_or_null(FILE *out, const char *s)
+{
+	if (s)
+		json_str(out, s);
+	else
+		fputs("null", out);
+}
+
+/* The culprit vCPU's VM name and guest task (null and -1 when not known). */
+static void json_culprit_guest(const struct report *r, const struct report_stall *s, FILE *out)
+{
+	bool in_file = s->culprit_vm >= 0 && (size_t)s->culprit_vm < r->n_vms;
+	bool g = in_file && s->culprit.g.pid >= 0;
+
+	fputs(",\"culprit_vm_name\":", out);
+	json_str_or_null(out, in_file && r->vms[s->culprit_vm].name[0] ? r->vms[s->culprit_vm].name : NULL);
+	fputs(",\"culprit_guest_comm\":", out);
+	json_str_or_null(out, g ? s->culprit.g.comm : NULL);
+	fprintf(out, ",\"culprit_guest_pid\":%d", g ? s->culprit.g.pid : -1);
+}
+
 static void json_stall(const struct report *r, const struct report_stall *s, FILE *out)
 {
 	fprintf(out, "{\"vcpu\":%u,\"machine_pid\":%d,\"start_ns\":%llu,\"end_ns\":%llu,\"duration_ns\":%llu,\"cause\":",
@@ -42,6 +63,7 @@ static void json_stall(const struct report *r, const struct report_stall *s, FIL
 		     "\"guest_task\":", s->culprit.pid, (unsigned long long)s->culprit.ns, s->culprit_machine_pid,
 		s->culprit_vcpu, s->host_cpu);
 	json_str(out, s->guest_comm);
+	json_culprit_guest(r, s, out);
 	fprintf(out, ",\"guest_pid\":%d,\"exit_reason\":%lld,\"woken_ns\":%llu,\"waker_pid\":%d,\"waker_comm\":",
 		s->guest_pid, (long long)s->exit_reason, (unsigned long long)s->woken_at, s->woken_at ? s->waker_pid : -1);
 	if (s->woken_at)
@@ -95,9 +117,13 @@ void report_json(const struct report *r, const struct report_filter *f, FILE *ou
 		(unsigned long long)r->host_last, (unsigned long long)r->host_switches, r->has_wakeup ? "true" : "false",
 		r->has_kvm ? "true" : "false");
 	for (size_t i = 0; i < r->n_vms; i++)
-		fprintf(out, "%s{\"machine_pid\":%d,\"vcpus\":%u,\"threads_named\":%u,\"not_judged\":%llu}", i ? "," : "",
-			r->vms[i].machine_pid, r->vms[i].n_vcpus, r->vms[i].threads_named,
-			(unsigned long long)r->vms[i].not_judged);
+	{
+		fprintf(out, "%s{\"machine_pid\":%d,\"name\":", i ? "," : "", r->vms[i].machine_pid);
+		json_str_or_null(out, r->vms[i].name[0] ? r->vms[i].name : NULL);
+		fprintf(out, ",\"vcpus\":%u,\"threads_named\":%u,\"not_judged\":%llu,\"guest_switches\":%llu}",
+			r->vms[i].n_vcpus, r->vms[i].threads_named, (unsigned long long)r->vms[i].not_judged,
+			(unsigned long long)r->vms[i].guest_switches);
+	}
 	fputs("],\"stalls\":[", out);
 	for (size_t i = 0; i < r->n_stalls; i++) {
 		if (f->vcpu >= 0 && (long)r->stalls[i].vcpu != f->vcpu)

@@ -97,21 +97,38 @@ static int cmp_band(const void *a, const void *b)
 	return (x->start > y->start) - (x->start < y->start);
 }
 
+/* Under a stall: its culprit, or for another VM's vCPU "VM X vCPU N: GUEST TASK". */
+static void svg_culprit_label(const struct report *r, const struct report_stall *st, FILE *out)
+{
+	char vm[48];
+
+	if (st->culprit_vm < 0 || st->culprit_vm == (int32_t)st->vm) {
+		svg_text(out, st->culprit.comm);
+		return;
+	}
+	fprintf(out, "VM ");
+	svg_text(out, report_vm_label(r, st->culprit_vm, st->culprit_machine_pid, vm, sizeof(vm)));
+	fprintf(out, " vCPU %d", st->culprit_vcpu);
+	if (st->culprit.g.pid >= 0) {
+		fputs(": ", out);
+		svg_text(out, st->culprit.g.comm);
+	}
+}
+
 static void svg_stall(const struct report *r, struct svg *s, const struct report_stall *st, double y)
 {
 	double x0 = svg_x(s, st->start), x1 = MAX(svg_x(s, st->end), x0 + 1.0);
+	char c[160];
 
 	fprintf(s->out, "<g class=\"stall\" data-vcpu=\"%u\" data-start-ns=\"%llu\" data-duration-ns=\"%llu\"><title>", st->vcpu,
 		(unsigned long long)st->start, (unsigned long long)(st->end - st->start));
 	fprintf(s->out, "vCPU %u of VM %d stalled %.3f ms at %.9f s: %s", st->vcpu, r->vms[st->vm].machine_pid,
 		(double)(st->end - st->start) / 1e6, (double)st->start / 1e9, report_cause_name(st->cause));
 	if (st->culprit.pid >= 0) {
+		report_culprit_text(r, st, c, sizeof(c));
 		fputs(", culprit ", s->out);
-		svg_text(s->out, st->culprit.comm);
-		fprintf(s->out, " (pid %d", st->culprit.pid);
-		if (st->culprit_vcpu >= 0)
-			fprintf(s->out, ", VM %d vCPU %d", st->culprit_machine_pid, st->culprit_vcpu);
-		fprintf(s->out, ") on host CPU %d", st->host_cpu);
+		svg_text(s->out, c);
+		fprintf(s->out, " on host CPU %d", st->host_cpu);
 	} else if (st->why) {
 		fputs(", culprit unknown: ", s->out);
 		svg_text(s->out, st->why);
@@ -123,7 +140,7 @@ static void svg_stall(const struct report *r, struct svg *s, const struct report
 		st->guest_pid, x0, y, x1 - x0, SVG_BAND + 14, x0, y - 9, x1 - x0);
 	if (x1 - x0 >= 40 && st->culprit.pid >= 0) {
 		fprintf(s->out, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" fill=\"#900000\">", x0 + 1, y + SVG_BAND + 24);
-		svg_text(s->out, st->culprit.comm);
+		svg_culprit_label(r, st, s->out);
 		fputs("</text>\n", s->out);
 	}
 	fputs("</g>\n", s->out);
@@ -171,6 +188,21 @@ static void svg_lane(const struct report *r, struct svg *s, const struct report_
 	(void)r;
 }
 
+/* A lane's head: its vCPU, its VM (name and QEMU pid) and thread. */
+static void svg_lane_label(const struct report_vm *m, uint32_t c, double y, FILE *out)
+{
+	fprintf(out, "<g class=\"lane\" data-vcpu=\"%u\" data-y=\"%.1f\" data-machine-pid=\"%d\">\n<text x=\"8\" "
+		     "y=\"%.1f\" font-size=\"12\">vCPU %u</text>\n<text x=\"8\" y=\"%.1f\" font-size=\"9\" fill=\"#666\">VM ",
+		c, y, m->machine_pid, y + 14, c, y + 27);
+	if (m->name[0]) {
+		svg_text(out, m->name);
+		fprintf(out, " (%d)", m->machine_pid);
+	} else {
+		fprintf(out, "%d", m->machine_pid);
+	}
+	fprintf(out, ", thread %d</text>\n", m->vcpus[c].tid);
+}
+
 int report_svg(struct report *r, const struct report_filter *f, FILE *out)
 {
 	struct svg s = { .out = out };
@@ -210,9 +242,7 @@ int report_svg(struct report *r, const struct report_filter *f, FILE *out)
 				bi++;
 			if (f->vcpu >= 0 && (long)c != f->vcpu)
 				continue;
-			fprintf(out, "<g class=\"lane\" data-vcpu=\"%u\" data-y=\"%.1f\">\n<text x=\"8\" y=\"%.1f\" font-size=\"12\">"
-				     "vCPU %u</text>\n<text x=\"8\" y=\"%.1f\" font-size=\"9\" fill=\"#666\">VM %d, thread %d</text>\n",
-				c, y, y + 14, c, y + 27, r->vms[i].machine_pid, r->vms[i].vcpus[c].tid);
+			svg_lane_label(&r->vms[i], c, y, out);
 			svg_lane(r, &s, r->bands + from, bi - from, y);
 			for (size_t k = 0; k < r->n_stalls; k++)
 				if (r->stalls[k].vm == i && r->stalls[k].vcpu == c && r->stalls[k].end > s.from &&

@@ -20,15 +20,23 @@ static int cmp_vref(const void *a, const void *b)
 	return (x < y) - (x > y);
 }
 
-static void culprit_name(const struct report_stall *s, char *buf, size_t len)
+void report_culprit_text(const struct report *r, const struct report_stall *s, char *buf, size_t len)
 {
-	if (s->culprit.pid < 0)
+	char vm[48];
+	int n;
+
+	if (s->culprit.pid < 0) {
 		snprintf(buf, len, "? (%s)", s->why ? s->why : "unknown");
-	else if (s->culprit_vcpu >= 0)
-		snprintf(buf, len, "%s (%d) = VM %d vCPU %d", s->culprit.comm, s->culprit.pid, s->culprit_machine_pid,
-			 s->culprit_vcpu);
-	else
+		return;
+	}
+	if (s->culprit_vcpu < 0) {
 		snprintf(buf, len, "%s (%d)", s->culprit.comm, s->culprit.pid);
+		return;
+	}
+	n = snprintf(buf, len, "%s (%d) = VM %s vCPU %d", s->culprit.comm, s->culprit.pid,
+		     report_vm_label(r, s->culprit_vm, s->culprit_machine_pid, vm, sizeof(vm)), s->culprit_vcpu);
+	if (s->culprit_vm >= 0 && s->culprit.g.pid >= 0 && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " running %s (%d)", s->culprit.g.comm, s->culprit.g.pid);
 }
 
 static bool stall_shown(const struct report_stall *s, const struct report_filter *f)
@@ -41,15 +49,18 @@ static void text_headline(const struct report *r, bool label, FILE *out)
 {
 	uint64_t total = 0;
 	const struct report_stall *l = r->n_stalls ? &r->stalls[0] : NULL;
-	char c[96];
+	char c[160], vm[48];
 
 	for (size_t i = 0; i < r->n_stalls; i++)
 		total += r->stalls[i].end - r->stalls[i].start;
 	fprintf(out, "%s%zu over %.1f ms, %.3f s in all", label ? "stalls: " : "", r->n_stalls, (double)r->o.min_ns / 1e6, (double)total / 1e9);
 	if (l) {
-		culprit_name(l, c, sizeof(c));
-		fprintf(out, "; longest %.1f ms on vCPU %u (%s) at %.9f: %s, host CPU %d", (double)(l->end - l->start) / 1e6,
-			l->vcpu, l->guest_comm, (double)l->start / 1e9, c, l->host_cpu);
+		report_culprit_text(r, l, c, sizeof(c));
+		fprintf(out, "; longest %.1f ms on ", (double)(l->end - l->start) / 1e6);
+		if (r->n_vms > 1)
+			fprintf(out, "VM %s ", report_vm_label(r, l->vm, 0, vm, sizeof(vm)));
+		fprintf(out, "vCPU %u (%s) at %.9f: %s, host CPU %d", l->vcpu, l->guest_comm, (double)l->start / 1e9, c,
+			l->host_cpu);
 	}
 	fputc('\n', out);
 }
@@ -67,25 +78,30 @@ void report_summary_line(const struct report *r, FILE *out)
 static void text_stalls(const struct report *r, const struct report_filter *f, FILE *out)
 {
 	size_t shown = 0, n = 0;
-	char c[96], g[40];
+	char c[160], g[40], vm[48];
 
 	for (size_t i = 0; i < r->n_stalls; i++)
 		n += stall_shown(&r->stalls[i], f);
 	if (!n)
 		return;
 	fprintf(out, "\nLongest stalls (%zu of %zu; --top N for more):\n", MIN(n, f->top), n);
-	fprintf(out, "  %-19s %4s %9s  %-12s %-40s %4s  %s\n", "start (s)", "vCPU", "ms", "cause", "culprit", "host CPU",
-		"guest task");
+	fprintf(out, "  %-19s ", "start (s)");
+	if (r->n_vms > 1)
+		fprintf(out, "%-12s ", "VM");
+	fprintf(out, "%4s %9s  %-12s %-40s %4s  %s\n", "vCPU", "ms", "cause", "culprit", "host CPU", "guest task");
 	for (size_t i = 0; i < r->n_stalls && shown < f->top; i++) {
 		const struct report_stall *s = &r->stalls[i];
 
 		if (!stall_shown(s, f))
 			continue;
 		shown++;
-		culprit_name(s, c, sizeof(c));
+		report_culprit_text(r, s, c, sizeof(c));
 		snprintf(g, sizeof(g), "%s (%d)", s->guest_comm, s->guest_pid);
-		fprintf(out, "  %-19.9f %4u %9.3f  %-12s %-40s %4d      %s\n", (double)s->start / 1e9, s->vcpu,
-			(double)(s->end - s->start) / 1e6, report_cause_name(s->cause), c, s->host_cpu, g);
+		fprintf(out, "  %-19.9f ", (double)s->start / 1e9);
+		if (r->n_vms > 1) /* the VM's name, or its QEMU pid */
+			fprintf(out, "%-12s ", report_vm_label(r, s->vm, 0, vm, sizeof(vm)));
+		fprintf(out, "%4u %9.3f  %-12s %-40s %4d      %s\n", s->vcpu, (double)(s->end - s->start) / 1e6,
+			report_cause_name(s->cause), c, s->host_cpu, g);
 	}
 }
 
@@ -102,7 +118,10 @@ static void text_vcpu(const struct report *r, const struct vref *x, FILE *out)
 	uint64_t st = report_vcpu_stalled(v), span = v->last_switch - v->first_switch;
 	struct report_culprit *cs = NULL;
 
-	fprintf(out, "  vCPU %u (VM %d, thread %d): ", x->vcpu, x->m->machine_pid, v->tid);
+	if (x->m->name[0])
+		fprintf(out, "  vCPU %u (VM %s, QEMU %d, thread %d): ", x->vcpu, x->m->name, x->m->machine_pid, v->tid);
+	else
+		fprintf(out, "  vCPU %u (VM %d, thread %d): ", x->vcpu, x->m->machine_pid, v->tid);
 	if (v->tid < 0 || !v->switches) {
 		fprintf(out, "%s\n", v->tid < 0 ? "its QEMU thread is unknown: not followed"
 						: "its thread never switched on the host: state unknown");
@@ -124,11 +143,12 @@ static void text_vcpu(const struct report *r, const struct vref *x, FILE *out)
 		fprintf(out, "    culprits:");
 		for (size_t i = 0; i < v->n_culprits && i < 5; i++) {
 			int32_t vc, mp;
+			long vm = report_vcpu_of(r, cs[i].t.pid, &vc, &mp);
+			char l[48];
 
 			fprintf(out, "%s %s (%d", i ? "," : "", cs[i].t.comm, cs[i].t.pid);
-			report_vcpu_of(r, cs[i].t.pid, &vc, &mp);
 			if (vc >= 0)
-				fprintf(out, " = VM %d vCPU %d", mp, vc);
+				fprintf(out, " = VM %s vCPU %d", report_vm_label(r, vm, mp, l, sizeof(l)), vc);
 			fprintf(out, ") %.1f%%", st ? 100.0 * (double)cs[i].t.ns / (double)st : 0.0);
 		}
 		fputc('\n', out);

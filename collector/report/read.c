@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The report's reader: a merged perf.data (docs/perf-data.md) through common/perf_reader, in
  * one pass. It finds the events it needs by their formats in TRACING_DATA (host
- * sched:sched_switch, sched:sched_wakeup, kvm:kvm_exit/kvm_entry; the guest's
- * guest_sched:sched_switch), each VM and its vCPUs from the extended ID_INDEX (machine_pid,
- * vcpu, and the tid of QEMU's vCPU thread that the merge found), vCPU threads from host COMM
- * records named "CPU n/KVM" or "CPU n/TCG", and hands every relevant record to stall.c. The
- * file may come from anywhere: every offset and size is checked. */
+ * sched:sched_switch, sched:sched_wakeup, kvm:kvm_exit/kvm_entry; each guest's
+ * sched_switch: guest_sched for the first VM, guest<N>_sched for the N-th of a merge --guest),
+ * each VM and its vCPUs from the extended ID_INDEX (machine_pid, vcpu, and the tid of QEMU's
+ * vCPU thread that the merge found), vCPU threads from host COMM records named "CPU n/KVM" or
+ * "CPU n/TCG", a VM's name from its QEMU's process name when the user set one, and hands every
+ * relevant record to stall.c. The file may come from anywhere: every offset and size is
+ * checked. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,8 +30,10 @@ static const struct {
 } kind_names[K_N] = {
 	[K_SWITCH] = { "sched", "sched_switch" }, [K_WAKEUP] = { "sched", "sched_wakeup" },
 	[K_KVM_EXIT] = { "kvm", "kvm_exit" }, [K_KVM_ENTRY] = { "kvm", "kvm_entry" },
-	[K_GSWITCH] = { "guest_sched", "sched_switch" },
+	[K_GSWITCH] = { NULL, "sched_switch" }, /* guest_sched, guest2_sched, ...: is_guest_sched */
 };
+
+#define READ_MAX_GSWITCH 64 /* guest sched_switch formats (the merge writes at most 16 VMs) */
 
 /* Field offsets (-1: absent) of one event kind. */
 struct fmt {
@@ -53,30 +57,48 @@ struct rd {
 	uint8_t *kinds;
 	bool *usable;
 	struct fmt f[K_N];
+	struct fmt gsw[READ_MAX_GSWITCH]; /* each VM's guest sched_switch */
+	size_t n_gsw;
+	uint8_t *gsw_of;                  /* per attr: its index in gsw */
 	struct rid *ids;
 	size_t n_ids, cap_ids;
 	bool ids_sorted;
 	uint64_t bad;
-	/* guest task names from guest COMM records (guest perf sessions): tid -> comm */
+	/* guest task names from guest COMM records (guest perf sessions): (VM, tid) -> comm */
 	int32_t gtid[4096];
+	int32_t gvm[4096];
 	char gcomm[4096][REPORT_COMM];
 };
 
-/* Slot of a guest tid in the name table (open addressing; full: the last slot probed). */
-static size_t gname_slot(const struct rd *d, int32_t tid)
+/* Slot of a VM's guest tid in the name table (open addressing; full: the last slot probed). */
+static size_t gname_slot(const struct rd *d, int32_t vm, int32_t tid)
 {
-	size_t i = ((uint32_t)tid * 2654435761u) % ARRAY_SIZE(d->gtid), n = 0;
+	size_t i = ((uint32_t)tid * 2654435761u + (uint32_t)vm * 40503u) % ARRAY_SIZE(d->gtid), n = 0;
 
-	while (d->gtid[i] && d->gtid[i] != tid + 1 && ++n < ARRAY_SIZE(d->gtid))
+	while (d->gtid[i] && !(d->gtid[i] == tid + 1 && d->gvm[i] == vm) && ++n < ARRAY_SIZE(d->gtid))
 		i = (i + 1) % ARRAY_SIZE(d->gtid);
 	return i;
 }
 
-static const char *gname(const struct rd *d, int32_t tid)
+/* The name of a VM's guest tid, else one from a COMM of no known VM (vm -1). */
+static const char *gname(const struct rd *d, int32_t vm, int32_t tid)
 {
-	size_t i = gname_slot(d, tid);
+	size_t i = gname_slot(d, vm, tid), j = gname_slot(d, -1, tid);
 
-	return tid >= 0 && d->gtid[i] == tid + 1 ? d->gcomm[i] : NULL;
+	if (tid >= 0 && d->gtid[i] == tid + 1 && d->gvm[i] == vm)
+		return d->gcomm[i];
+	return tid >= 0 && d->gtid[j] == tid + 1 && d->gvm[j] == -1 ? d->gcomm[j] : NULL;
+}
+
+/* "guest_sched" or "guest<N>_sched": a guest's scheduler events in the merge's naming. */
+static bool is_guest_sched(const char *sys)
+{
+	if (strncmp(sys, "guest", 5))
+		return false;
+	sys += 5;
+	while (*sys >= '0' && *sys <= '9')
+		sys++;
+	return !strcmp(sys, "_sched");
 }
 
 static int field_off(const struct tep_format *f, const char *name, uint32_t size_min, uint32_t size_max,
@@ -91,27 +113,40 @@ static int field_off(const struct tep_format *f, const char *name, uint32_t size
 	return (int32_t)x->offset;
 }
 
+static void fmt_fields(struct fmt *m, const struct tep_format *f)
+{
+	m->present = true;
+	m->id = f->id;
+	m->prev_pid = field_off(f, "prev_pid", 4, 4, NULL);
+	m->next_pid = field_off(f, "next_pid", 4, 4, NULL);
+	m->prev_comm = field_off(f, "prev_comm", REPORT_COMM, REPORT_COMM, NULL);
+	m->next_comm = field_off(f, "next_comm", REPORT_COMM, REPORT_COMM, NULL);
+	m->prev_state = field_off(f, "prev_state", 4, 8, &m->state_size);
+	m->pid = field_off(f, "pid", 4, 4, NULL);
+	m->target_cpu = field_off(f, "target_cpu", 4, 4, NULL);
+	m->reason = field_off(f, "exit_reason", 4, 8, &m->reason_size);
+}
+
 static int find_formats(const char *sys, const struct td_text *t, void *ud)
 {
 	struct rd *d = ud;
 	struct tep_format f;
 
-	for (int k = 1; k < K_N; k++) {
+	if (is_guest_sched(sys)) {
+		if (d->n_gsw < READ_MAX_GSWITCH && tep_format_parse(t->data, t->len, &f) == 0 &&
+		    !strcmp(f.name, kind_names[K_GSWITCH].name)) {
+			fmt_fields(&d->gsw[d->n_gsw++], &f);
+			d->f[K_GSWITCH].present = true;
+		}
+		return 0;
+	}
+	for (int k = 1; k < K_GSWITCH; k++) {
 		struct fmt *m = &d->f[k];
 
 		if (m->present || strcmp(sys, kind_names[k].sys) || tep_format_parse(t->data, t->len, &f) < 0 ||
 		    strcmp(f.name, kind_names[k].name))
 			continue;
-		m->present = true;
-		m->id = f.id;
-		m->prev_pid = field_off(&f, "prev_pid", 4, 4, NULL);
-		m->next_pid = field_off(&f, "next_pid", 4, 4, NULL);
-		m->prev_comm = field_off(&f, "prev_comm", REPORT_COMM, REPORT_COMM, NULL);
-		m->next_comm = field_off(&f, "next_comm", REPORT_COMM, REPORT_COMM, NULL);
-		m->prev_state = field_off(&f, "prev_state", 4, 8, &m->state_size);
-		m->pid = field_off(&f, "pid", 4, 4, NULL);
-		m->target_cpu = field_off(&f, "target_cpu", 4, 4, NULL);
-		m->reason = field_off(&f, "exit_reason", 4, 8, &m->reason_size);
+		fmt_fields(m, &f);
 		break;
 	}
 	return 0;
@@ -178,7 +213,8 @@ static int read_attrs(struct rd *d)
 	d->attrs = calloc(d->n_attrs + 1, sizeof(*d->attrs));
 	d->kinds = calloc(d->n_attrs + 1, 1);
 	d->usable = calloc(d->n_attrs + 1, sizeof(*d->usable));
-	if (!d->attrs || !d->kinds || !d->usable)
+	d->gsw_of = calloc(d->n_attrs + 1, 1);
+	if (!d->attrs || !d->kinds || !d->usable || !d->gsw_of)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->n_attrs; i++) {
 		const struct perf_attr_ids *a = perf_reader_attr(d->pr, i);
@@ -186,9 +222,14 @@ static int read_attrs(struct rd *d)
 
 		d->attrs[i] = a;
 		d->usable[i] = (st & PERF_SAMPLE_TIME) && !(st & PERF_SAMPLE_READ);
-		for (int k = 1; k < K_N; k++)
+		for (int k = 1; k < K_GSWITCH; k++)
 			if (a->attr.type == PERF_TYPE_TRACEPOINT && d->f[k].present && a->attr.config == d->f[k].id)
 				d->kinds[i] = (uint8_t)k;
+		for (size_t g = 0; g < d->n_gsw; g++)
+			if (a->attr.type == PERF_TYPE_TRACEPOINT && a->attr.config == d->gsw[g].id) {
+				d->kinds[i] = K_GSWITCH;
+				d->gsw_of[i] = (uint8_t)g;
+			}
 		for (size_t j = 0; j < a->n_ids; j++)
 			if (id_add(d, a->ids[j], (uint32_t)i, -1, -1) < 0)
 				return -ENOMEM;
@@ -369,11 +410,12 @@ static void on_sample(struct rd *d, const struct perf_event_header *e)
 	r->t_first = MIN(r->t_first, s.time);
 	if (id->vm >= 0) {
 		if (d->kinds[id->attr] == K_GSWITCH) {
-			raw_comm(&s, d->f[K_GSWITCH].next_comm, nc);
-			report_guest_switch(r, (uint32_t)id->vm, (uint32_t)id->vcpu, s.time,
-					    raw_s32(&s, d->f[K_GSWITCH].next_pid, -1), nc);
+			const struct fmt *g = &d->gsw[d->gsw_of[id->attr]];
+
+			raw_comm(&s, g->next_comm, nc);
+			report_guest_switch(r, (uint32_t)id->vm, (uint32_t)id->vcpu, s.time, raw_s32(&s, g->next_pid, -1), nc);
 		} else {
-			report_guest_task(r, (uint32_t)id->vm, (uint32_t)id->vcpu, s.time, s.tid, gname(d, s.tid));
+			report_guest_task(r, (uint32_t)id->vm, (uint32_t)id->vcpu, s.time, s.tid, gname(d, id->vm, s.tid));
 		}
 		return;
 	}
@@ -429,7 +471,54 @@ static long vcpu_of_comm(const char *s)
 	return n;
 }
 
-/* Host COMM records: QEMU's vCPU threads, of a VM in the file or of another QEMU. */
+/* The VM of a non-sample record from its sample_id_all trailer's id (-1: none, or the host). */
+static int32_t record_vm(struct rd *d, const struct perf_event_header *e, size_t body)
+{
+	uint64_t st, id;
+	size_t back;
+	struct rid *x;
+
+	if (!d->n_attrs || !d->attrs[0]->attr.sample_id_all)
+		return -1;
+	st = d->attrs[0]->attr.sample_type; /* one id position for all attrs (as sample_id) */
+	if (st & PERF_SAMPLE_IDENTIFIER)
+		back = 8;
+	else if (st & PERF_SAMPLE_ID)
+		back = 8 * (1 + (size_t)__builtin_popcountll(st & (PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU)));
+	else
+		return -1;
+	if (e->size < body + back)
+		return -1;
+	memcpy(&id, (const uint8_t *)e + e->size - back, 8);
+	return (x = id_find(d, id)) ? x->vm : -1;
+}
+
+/* A guest task's name (guest COMM records of guest perf sessions), kept per VM (-1: its id
+ * names none). */
+static void guest_comm(struct rd *d, const struct perf_event_header *e, int32_t tid, const char *comm)
+{
+	int32_t vm = record_vm(d, e, 24);
+	size_t i = gname_slot(d, vm, tid);
+
+	if (tid < 0 || tid == INT32_MAX)
+		return;
+	d->gtid[i] = tid + 1;
+	d->gvm[i] = vm;
+	memcpy(d->gcomm[i], comm, REPORT_COMM);
+}
+
+/* QEMU's process name (its main thread's COMM), a VM's name when the user set one with -name
+ * ...,process=NAME: QEMU's own binary name ("qemu-system-x86", "qemu-kvm") is none. */
+static void vm_name_of_comm(struct rd *d, int32_t pid, const char *comm)
+{
+	long vm = report_vm_find(d->r, pid);
+
+	if (vm >= 0 && comm[0] && strncmp(comm, "qemu", 4))
+		report_vm_name(d->r, (uint32_t)vm, comm);
+}
+
+/* COMM records: guest tasks' names; on the host, QEMU's vCPU threads (of a VM in the file or of
+ * another QEMU) and the VMs' process names. */
 static void on_comm(struct rd *d, const struct perf_event_header *e)
 {
 	const uint8_t *p = (const uint8_t *)e;
@@ -443,14 +532,11 @@ static void on_comm(struct rd *d, const struct perf_event_header *e)
 	memcpy(pt, p + 8, 8);
 	memcpy(comm, p + 16, MIN((size_t)e->size - 16, sizeof(comm) - 1));
 	if (mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER) {
-		size_t i = gname_slot(d, pt[1]);
-
-		if (pt[1] >= 0 && pt[1] < INT32_MAX) {
-			d->gtid[i] = pt[1] + 1;
-			memcpy(d->gcomm[i], comm, REPORT_COMM);
-		}
+		guest_comm(d, e, pt[1], comm);
 		return;
 	}
+	if (pt[0] > 0 && pt[0] == pt[1])
+		vm_name_of_comm(d, pt[0], comm);
 	if ((n = vcpu_of_comm(comm)) < 0 || pt[1] <= 0)
 		return;
 	vm = report_vm_find(d->r, pt[0]);
@@ -538,6 +624,7 @@ static void rd_free(struct rd *d)
 	free(d->attrs);
 	free(d->kinds);
 	free(d->usable);
+	free(d->gsw_of);
 	free(d->ids);
 	perf_reader_free(d->pr);
 }

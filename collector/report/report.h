@@ -15,10 +15,18 @@
 
 enum report_cause { REPORT_PREEMPTED, REPORT_HOST_BLOCKED, REPORT_VM_EXIT, REPORT_UNKNOWN, REPORT_N_CAUSES };
 
+/* The guest task on a vCPU at a host time, from that guest's own events (-1: not known). */
+struct report_gtask {
+	int32_t pid;
+	char comm[REPORT_COMM];
+	uint64_t at;
+};
+
 struct report_task {
 	int32_t pid;
 	char comm[REPORT_COMM];
 	uint64_t ns;
+	struct report_gtask g; /* a vCPU thread of a VM in the file: its guest's task when it last ran */
 };
 
 struct report_stall {
@@ -27,7 +35,8 @@ struct report_stall {
 	enum report_cause cause;
 	const char *why;           /* static text for unknown, NULL otherwise */
 	int32_t host_cpu;          /* where the thread was switched out */
-	struct report_task culprit; /* ns: the culprit's time on host_cpu during the stall */
+	struct report_task culprit; /* ns: the culprit's time on host_cpu during the stall; g: the
+				     * guest task on the culprit vCPU then (culprit_vm >= 0) */
 	int32_t culprit_vm;         /* index of the VM whose vCPU the culprit is, or -1 */
 	int32_t culprit_vcpu;
 	int32_t culprit_machine_pid; /* that VM's QEMU pid */
@@ -63,6 +72,7 @@ struct report_vcpu {
 	int64_t out_state;      /* prev_state at switch-out */
 	int32_t waker_pid;
 	char waker_comm[REPORT_COMM];
+	struct report_gtask waker_g; /* a vCPU thread waker: its guest's task at the wakeup */
 	uint64_t woken_at;
 	uint64_t credit_from;   /* off_tasks count from here (the switch out, or the wakeup) */
 	struct report_task off_tasks[REPORT_TOP_TASKS]; /* who ran on cpu while it was off */
@@ -89,6 +99,7 @@ struct report_vcpu {
 
 struct report_vm {
 	int32_t machine_pid;
+	char name[REPORT_COMM]; /* QEMU's process name when the user set one (-name ...,process=), else "" */
 	uint32_t n_vcpus;
 	struct report_vcpu *vcpus;
 	uint64_t guest_switches, guest_records;
@@ -157,6 +168,9 @@ int report_init(struct report *r, const struct report_opts *o);
 void report_free(struct report *r);
 int report_vm_add(struct report *r, int32_t machine_pid, uint32_t n_vcpus, uint32_t *ret_vm);
 long report_vm_find(const struct report *r, int32_t machine_pid);
+void report_vm_name(struct report *r, uint32_t vm, const char *name);
+/* The name of a VM index, else its QEMU pid (a QEMU pid when vm < 0), in buf. */
+const char *report_vm_label(const struct report *r, long vm, int32_t machine_pid, char *buf, size_t len);
 int report_vcpu_thread(struct report *r, uint32_t vm, uint32_t vcpu, int32_t tid);
 int report_foreign_thread(struct report *r, int32_t pid, int32_t tid, int32_t vcpu);
 void report_host_switch(struct report *r, uint64_t t, uint32_t cpu, int32_t prev_pid, const char *prev_comm,
@@ -189,6 +203,9 @@ struct report_filter {
 	size_t top;
 };
 void report_text(const struct report *r, const struct report_filter *f, FILE *out);
+/* The culprit of s in words: "COMM (PID)", then "= VM X vCPU N running GCOMM (GPID)" for a vCPU
+ * thread (the guest task when that VM's own events tell it). */
+void report_culprit_text(const struct report *r, const struct report_stall *s, char *buf, size_t len);
 void report_json(const struct report *r, const struct report_filter *f, FILE *out);
 int report_svg(struct report *r, const struct report_filter *f, FILE *out);
 /* One line for the stop summary: "stalls: ..." (or why there is none). */

@@ -131,6 +131,33 @@ long report_vm_find(const struct report *r, int32_t machine_pid)
 	return -1;
 }
 
+/* A guest's name: printable ASCII only, the rest '?' (the guest or the file may be hostile). */
+static void comm_clean(char *dst, const char *src)
+{
+	size_t i;
+
+	for (i = 0; i < REPORT_COMM - 1 && src && src[i]; i++)
+		dst[i] = (unsigned char)src[i] >= 0x20 && (unsigned char)src[i] < 0x7f ? src[i] : '?';
+	dst[i] = '\0';
+	if (!i)
+		snprintf(dst, REPORT_COMM, "?");
+}
+
+void report_vm_name(struct report *r, uint32_t vm, const char *name)
+{
+	if (vm < r->n_vms)
+		comm_clean(r->vms[vm].name, name);
+}
+
+const char *report_vm_label(const struct report *r, long vm, int32_t machine_pid, char *buf, size_t len)
+{
+	if (vm >= 0 && (size_t)vm < r->n_vms && r->vms[vm].name[0])
+		snprintf(buf, len, "%s", r->vms[vm].name);
+	else
+		snprintf(buf, len, "%d", vm >= 0 && (size_t)vm < r->n_vms ? r->vms[vm].machine_pid : machine_pid);
+	return buf;
+}
+
 int report_vm_add(struct report *r, int32_t machine_pid, uint32_t n_vcpus, uint32_t *ret_vm)
 {
 	long f = report_vm_find(r, machine_pid);
@@ -235,14 +262,33 @@ static struct report_hcpu *hcpu_get(struct report *r, uint32_t cpu)
 	return &r->hcpu[cpu];
 }
 
-/* Adds ns to a task in a small top list (the smallest entry makes room). */
-static void tasks_add(struct report_task *t, size_t n, int32_t pid, const char *comm, uint64_t ns)
+/* The guest task at t of the vCPU whose thread tid is, when that VM's events tell it. */
+static void gtask_of(const struct report *r, int32_t tid, uint64_t t, struct report_gtask *g)
+{
+	const struct report_vcpu *v = map_find(r, tid, NULL);
+
+	g->pid = -1;
+	g->at = t;
+	if (v && v->g_known) {
+		g->pid = v->g_pid;
+		memcpy(g->comm, v->g_comm, REPORT_COMM);
+	} else {
+		copy_comm(g->comm, NULL);
+	}
+}
+
+/* Adds ns to a task in a small top list (the smallest entry makes room); g: its guest's task
+ * then, the latest kept. */
+static void tasks_add(struct report_task *t, size_t n, int32_t pid, const char *comm, uint64_t ns,
+		      const struct report_gtask *g)
 {
 	size_t min = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (t[i].ns && t[i].pid == pid && !strncmp(t[i].comm, comm, REPORT_COMM - 1)) {
 			t[i].ns += ns;
+			if (g->pid >= 0)
+				t[i].g = *g;
 			return;
 		}
 		if (t[i].ns < t[min].ns)
@@ -253,27 +299,31 @@ static void tasks_add(struct report_task *t, size_t n, int32_t pid, const char *
 	t[min].pid = pid;
 	copy_comm(t[min].comm, comm);
 	t[min].ns = ns;
+	t[min].g = *g;
 }
 
 /* The task on host CPU cpu since hcpu->since ran (until t) while v was switched out there. */
-static void credit(struct report_vcpu *v, const struct report_hcpu *h, int32_t pid, const char *comm, uint64_t t)
+static void credit(struct report_vcpu *v, const struct report_hcpu *h, int32_t pid, const char *comm, uint64_t t,
+		   const struct report_gtask *g)
 {
 	uint64_t from = h && h->known ? MAX(h->since, v->credit_from) : v->credit_from;
 
 	if (t > from)
-		tasks_add(v->off_tasks, REPORT_TOP_TASKS, pid, comm, t - from);
+		tasks_add(v->off_tasks, REPORT_TOP_TASKS, pid, comm, t - from, g);
 }
 
 static void credit_cpu(struct report *r, uint32_t cpu, int32_t pid, const char *comm, uint64_t t)
 {
 	const struct report_hcpu *h = cpu < r->n_hcpu ? &r->hcpu[cpu] : NULL;
+	struct report_gtask g;
 
+	gtask_of(r, pid, t, &g);
 	for (size_t i = 0; i < r->n_vms; i++)
 		for (uint32_t c = 0; c < r->vms[i].n_vcpus; c++) {
 			struct report_vcpu *v = &r->vms[i].vcpus[c];
 
 			if (v->h == REPORT_H_OFF && v->cpu == (int32_t)cpu)
-				credit(v, h, pid, comm, t);
+				credit(v, h, pid, comm, t, &g);
 		}
 }
 
@@ -294,6 +344,7 @@ static struct report_culprit *culprit_slot(struct report_vcpu *v, const struct r
 	memset(c, 0, sizeof(*c));
 	c->t.pid = t->pid;
 	memcpy(c->t.comm, t->comm, REPORT_COMM);
+	c->t.g.pid = -1;
 	return c;
 }
 
@@ -387,6 +438,7 @@ static void stall_cause(const struct report *r, const struct report_vcpu *v, str
 
 	s->culprit.pid = -1;
 	copy_comm(s->culprit.comm, NULL);
+	s->culprit.g.pid = -1;
 	if (v->out_state < 0) {
 		s->cause = REPORT_UNKNOWN;
 		s->why = "the host's sched_switch has no prev_state";
@@ -411,6 +463,7 @@ static void stall_cause(const struct report *r, const struct report_vcpu *v, str
 		if (v->woken_at) {
 			s->culprit.pid = v->waker_pid;
 			memcpy(s->culprit.comm, v->waker_comm, REPORT_COMM);
+			s->culprit.g = v->waker_g;
 			return;
 		}
 		/* No waker known: the task that ran on its CPU meanwhile, if any (not the idle task) */
@@ -503,8 +556,12 @@ static void host_in(struct report *r, uint32_t vm, struct report_vcpu *v, uint64
 	if (v->h == REPORT_H_OFF && t >= v->since) {
 		const struct report_hcpu *h = (uint32_t)v->cpu < r->n_hcpu ? &r->hcpu[v->cpu] : NULL;
 
-		if ((uint32_t)v->cpu != cpu && h && h->known)
-			credit(v, h, h->pid, h->comm, t); /* it came back elsewhere: its CPU's task until now */
+		if ((uint32_t)v->cpu != cpu && h && h->known) {
+			struct report_gtask g;
+
+			gtask_of(r, h->pid, t, &g);
+			credit(v, h, h->pid, h->comm, t, &g); /* it came back elsewhere: its CPU's task until now */
+		}
 		interval_close(r, vm, v, t);
 	} else if (v->h == REPORT_H_RUNNING) {
 		v->dropped_intervals++; /* in twice: a switch out was not recorded */
@@ -553,6 +610,7 @@ void report_host_wakeup(struct report *r, uint64_t t, uint32_t cpu, int32_t wake
 		v->cpu = target_cpu;
 	v->woken_at = t;
 	v->waker_pid = waker;
+	gtask_of(r, waker, t, &v->waker_g);
 	if (h && h->known && h->pid == waker)
 		memcpy(v->waker_comm, h->comm, REPORT_COMM);
 	else if (waker == 0)
@@ -628,7 +686,7 @@ static void guest_set(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t t, 
 	v->g_since = t;
 	v->g_known = true;
 	v->g_pid = pid;
-	copy_comm(v->g_comm, comm);
+	comm_clean(v->g_comm, comm);
 }
 
 void report_guest_switch(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t t, int32_t next_pid,
@@ -637,7 +695,8 @@ void report_guest_switch(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t 
 	if (vm >= r->n_vms)
 		return;
 	r->vms[vm].guest_switches++;
-	guest_set(r, vm, vcpu, t, next_pid, next_comm);
+	if (next_pid >= 0) /* a damaged switch leaves the task as it was */
+		guest_set(r, vm, vcpu, t, next_pid, next_comm);
 	vm_alive(r, vm, t);
 }
 
@@ -653,10 +712,24 @@ void report_guest_task(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t t,
 	vm_alive(r, vm, t);
 }
 
+/* A culprit vCPU's guest task taken after its VM's last guest record is not known: that
+ * guest's trace had ended. */
+static void culprit_guest_end(struct report *r)
+{
+	for (size_t i = 0; i < r->n_stalls; i++) {
+		struct report_stall *s = &r->stalls[i];
+
+		if (s->culprit.g.pid >= 0 && (s->culprit_vm < 0 || (size_t)s->culprit_vm >= r->n_vms ||
+					      s->culprit.g.at > r->vms[s->culprit_vm].last_guest))
+			s->culprit.g.pid = -1;
+	}
+}
+
 /* The end: open intervals are not judged (no switch in closes them), nor stalls after the
  * guest's last record. */
 void report_end(struct report *r)
 {
+	culprit_guest_end(r);
 	for (size_t i = 0; i < r->n_vms; i++) {
 		struct report_vm *m = &r->vms[i];
 

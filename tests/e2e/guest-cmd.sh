@@ -8,6 +8,7 @@
 #   burst N B      like flood, lines tagged "burst"
 #   spin MS [f]    a task "vt-spin" per CPU spins MS ms between "vt-e2e spin begin/end cpu C"
 #                  markers (f: at SCHED_FIFO, starving the agent on that CPU)
+#   spinas NAME MS as spin, the tasks named NAME
 #   bgflood        a workload writing markers as fast as it can in the background, until poweroff
 #   bgstop         ends that workload
 #   restart-agent  kills the running trace-agent and starts a new one (no arguments)
@@ -36,6 +37,10 @@ while read -t 120 cmd arg; do
 		set -- $arg
 		if [ "$2" = f ]; then /bin/workload -S "$1" -f >/dev/null; else /bin/workload -S "$1" >/dev/null; fi
 		say "spin done $1 status $?" ;;
+	spinas)
+		set -- $arg
+		/bin/workload -S "$2" -N "$1" >/dev/null
+		say "spinas $1 done $2 status $?" ;;
 	bgflood)
 		/bin/workload -n 2000000000 -b 100000 -t bg -s 0 >/dev/null 2>&1 &
 		say "bgflood started" ;;

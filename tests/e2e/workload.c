@@ -22,6 +22,7 @@ struct workload_opts {
 	long delay_us; /* pause after each line */
 	const char *tag; /* "vt-e2e TAG I cpu C" */
 	long spin_ms;    /* -S: a "vt-spin" task per CPU spins this long between two markers */
+	const char *spin_name; /* -N: the spinners' task name instead of vt-spin */
 	int ncpus;
 };
 
@@ -105,8 +106,11 @@ static int workload_spin(const struct workload_opts *o)
 			n = snprintf(line, sizeof(line), "vt-e2e spin begin cpu %d\n", cpu);
 			if (write(fd, line, (size_t)n) != n)
 				_exit(1);
-			/* Named vt-spin only between the markers, on its own CPU. */
-			prctl(PR_SET_NAME, "vt-spin");
+			/* Named vt-spin (-N) only between the markers, on its own CPU; a short sleep so that
+			 * the guest's next sched_switch into it carries the new name (a task renamed while
+			 * it runs keeps its old next_comm until it is switched in again). */
+			prctl(PR_SET_NAME, o->spin_name);
+			usleep(2000);
 			for (end = workload_now_ms() + o->spin_ms; workload_now_ms() < end;)
 				x = workload_spin_hot(x);
 			prctl(PR_SET_NAME, "vt-spun");
@@ -157,11 +161,12 @@ static int workload_churn(long rounds)
 
 int main(int argc, char **argv)
 {
-	struct workload_opts o = { .marker = DEFAULT_MARKER, .lines = 1000, .switches = 2000, .block = 1, .tag = "line" };
+	struct workload_opts o = { .marker = DEFAULT_MARKER, .lines = 1000, .switches = 2000, .block = 1, .tag = "line",
+				   .spin_name = "vt-spin" };
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	int c;
 
-	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:S:")) != -1) {
+	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:S:N:")) != -1) {
 		switch (c) {
 		case 'n': o.lines = strtol(optarg, NULL, 10); break;
 		case 'b': o.block = strtol(optarg, NULL, 10); break;
@@ -176,8 +181,9 @@ int main(int argc, char **argv)
 		case 'm': o.marker = optarg; break;
 		case 's': o.switches = strtol(optarg, NULL, 10); break;
 		case 'S': o.spin_ms = strtol(optarg, NULL, 10); break;
+		case 'N': o.spin_name = optarg; break;
 		default:
-			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER] [-S SPIN_MS]\n");
+			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER] [-S SPIN_MS] [-N SPIN_NAME]\n");
 			return 2;
 		}
 	}
