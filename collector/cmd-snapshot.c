@@ -33,7 +33,7 @@ const struct cmd_entry cmd_snapshot = {
 	.run = snapshot_run,
 };
 
-static void reply_word(const char *reply, const char *key, char *buf, size_t size)
+void snapshot_reply_word(const char *reply, const char *key, char *buf, size_t size)
 {
 	const char *p = reply ? strstr(reply, key) : NULL;
 
@@ -43,7 +43,7 @@ static void reply_word(const char *reply, const char *key, char *buf, size_t siz
 }
 
 /* perf renames each dump into place once it is whole: wait for it, then move it into dir. */
-static int snapshot_host_dump(const char *dir, char *host, size_t size)
+int snapshot_host_dump(const char *dir, char *host, size_t size)
 {
 	char session[PATH_MAX], dump[PATH_MAX + 300];
 	int r = -ENOENT;
@@ -58,7 +58,7 @@ static int snapshot_host_dump(const char *dir, char *host, size_t size)
 }
 
 /* The snapshot dir holds links and small files only, no subdirectories. */
-static int snapshot_remove(const char *dir)
+int snapshot_remove(const char *dir)
 {
 	DIR *d = opendir(dir);
 	int r = 0;
@@ -143,11 +143,8 @@ static int snapshot_run(int argc, char **argv)
 
 	if (r)
 		return r > 0 ? 0 : 2;
-	if (vmgroup_find(run_dir, name, dir, sizeof(dir)) == 1) {
-		log_error("snapshot is not yet for several VMs in one session (its group's host recording is in %s): "
-			  "'trace-collector stop' writes the set's perf.data", dir);
-		return 1;
-	}
+	if (vmgroup_find(run_dir, name, dir, sizeof(dir)) == 1)
+		return vmgroup_snapshot(dir, out, compress);
 	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0)
 		return 1;
 	r = status_request(sock, "snapshot", &reply);
@@ -160,11 +157,11 @@ static int snapshot_run(int argc, char **argv)
 		log_error("the daemon at %s did not answer the snapshot request: %s", sock, strerror(-r));
 		return 1;
 	}
-	reply_word(reply, "snapshot-file: ", dir, sizeof(dir));
+	snapshot_reply_word(reply, "snapshot-file: ", dir, sizeof(dir));
 	if (dir[0])
 		return snapshot_live(dir, name, out);
-	reply_word(reply, "snapshot: ", dir, sizeof(dir));
-	reply_word(reply, "host: ", hostwhy, sizeof(hostwhy));
+	snapshot_reply_word(reply, "snapshot: ", dir, sizeof(dir));
+	snapshot_reply_word(reply, "host: ", hostwhy, sizeof(hostwhy));
 	if (!dir[0]) {
 		log_error("%s", reply && !strncmp(reply, "error: ", 7) ? reply + 7 : "the daemon's reply names no snapshot dir");
 		return 1;

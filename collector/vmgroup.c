@@ -269,17 +269,6 @@ int vmgroup_scan(const char *root, struct vmgroup *g)
 	return g->n > VMGROUP_MAX_VMS ? -E2BIG : 0;
 }
 
-/* One request to every VM's daemon at once (a stop waits for its guest's end markers). */
-struct vmgroup_call {
-	char sock[PATH_MAX];
-	const char *request;
-	char *reply;
-	size_t len;
-	int r;
-	pthread_t thread;
-	bool started;
-};
-
 static void *vmgroup_call_run(void *arg)
 {
 	struct vmgroup_call *c = arg;
@@ -331,31 +320,50 @@ static void vmgroup_reply(const struct vmgroup_vm *vm, const char *request, cons
 	}
 }
 
+struct vmgroup_call *vmgroup_ask(const struct vmgroup *g, unsigned roles, const char *request)
+{
+	struct vmgroup_call *c = calloc(g->n, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	for (unsigned i = 0; i < g->n; i++) {
+		c[i].r = -ENOENT;
+		if (!(roles & VMGROUP_ROLE(g->vm[i].role)))
+			continue;
+		c[i].asked = true;
+		c[i].request = request;
+		c[i].r = ctlsock_path(g->run_dir, g->vm[i].name, c[i].sock, sizeof(c[i].sock));
+		if (c[i].r == 0)
+			c[i].started = pthread_create(&c[i].thread, NULL, vmgroup_call_run, &c[i]) == 0;
+		if (c[i].r == 0 && !c[i].started)
+			vmgroup_call_run(&c[i]);
+	}
+	for (unsigned i = 0; i < g->n; i++)
+		if (c[i].started)
+			pthread_join(c[i].thread, NULL);
+	return c;
+}
+
+void vmgroup_ask_free(const struct vmgroup *g, struct vmgroup_call *c)
+{
+	for (unsigned i = 0; c && i < g->n; i++)
+		free(c[i].reply);
+	free(c);
+}
+
 /* Sends request to the VMs of role (a stop: members all at once, then the leader), and prints
  * each reply under its VM's name to out (NULL: not printed). Returns how many did not answer. */
 static unsigned vmgroup_call(const struct vmgroup *g, enum vmgroup_role role, const char *request, bool verbose,
 			     FILE *out)
 {
-	struct vmgroup_call *c = calloc(g->n, sizeof(*c));
+	struct vmgroup_call *c = vmgroup_ask(g, VMGROUP_ROLE(role), request);
 	unsigned bad = 0;
 
 	if (!c)
 		return g->n;
 	for (unsigned i = 0; i < g->n; i++) {
-		if (g->vm[i].role != role)
+		if (!c[i].asked)
 			continue;
-		c[i].request = request;
-		c[i].r = ctlsock_path(g->run_dir, g->vm[i].name, c[i].sock, sizeof(c[i].sock));
-		if (c[i].r == 0)
-			c[i].started = pthread_create(&c[i].thread, NULL, vmgroup_call_run, &c[i]) == 0;
-		if (!c[i].started)
-			vmgroup_call_run(&c[i]);
-	}
-	for (unsigned i = 0; i < g->n; i++) {
-		if (g->vm[i].role != role)
-			continue;
-		if (c[i].started)
-			pthread_join(c[i].thread, NULL);
 		if (out)
 			fprintf(out, "== %s: %s ==\n", g->vm[i].name, role == VMGROUP_LEADER ? "records the host" : "guest");
 		if (c[i].r < 0) {
@@ -366,16 +374,14 @@ static unsigned vmgroup_call(const struct vmgroup *g, enum vmgroup_role role, co
 		} else if (out && c[i].reply) {
 			vmgroup_reply(&g->vm[i], request, c[i].reply, verbose, out);
 		}
-		free(c[i].reply);
 	}
-	free(c);
+	vmgroup_ask_free(g, c);
 	if (out)
 		fflush(out);
 	return bad;
 }
 
-/* The set of leader_dir, loaded; NULL (said) when its group.ini cannot be read. */
-static struct vmgroup *vmgroup_open(const char *leader_dir)
+struct vmgroup *vmgroup_open(const char *leader_dir)
 {
 	struct vmgroup *g = malloc(sizeof(*g));
 	int r = g ? vmgroup_load(leader_dir, g) : -ENOMEM;

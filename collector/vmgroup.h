@@ -4,6 +4,7 @@
 #pragma once
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -24,6 +25,8 @@ struct vmgroup {
 	struct vmgroup_vm vm[VMGROUP_MAX_VMS];
 };
 const char *vmgroup_leader_dir(const struct vmgroup *g);
+/* The set of leader_dir, loaded (free it); NULL (said) when its group.ini cannot be read. */
+struct vmgroup *vmgroup_open(const char *leader_dir);
 int vmgroup_write(const struct vmgroup *g);
 int vmgroup_load(const char *leader_dir, struct vmgroup *g);
 /* The leader's session dir of NAME's group (NULL: of the only group running in run_dir):
@@ -31,6 +34,21 @@ int vmgroup_load(const char *leader_dir, struct vmgroup *g);
 int vmgroup_find(const char *run_dir, const char *name, char *leader, size_t size);
 /* --all: the names of every VM dir under root; -E2BIG past VMGROUP_MAX_VMS. */
 int vmgroup_scan(const char *root, struct vmgroup *g);
+/* One request to a VM's daemon: its reply (r 0) or why none came. */
+struct vmgroup_call {
+	char sock[PATH_MAX];
+	const char *request;
+	char *reply;
+	size_t len;
+	int r;
+	pthread_t thread;
+	bool started, asked; /* asked: the VM has a role in roles */
+};
+#define VMGROUP_ROLE(role) (1u << (role))
+/* Sends request to every VM whose role is in roles (VMGROUP_ROLE bits) at once, each on its
+ * own thread, and waits for every reply: an array of g->n (NULL: no memory). */
+struct vmgroup_call *vmgroup_ask(const struct vmgroup *g, unsigned roles, const char *request);
+void vmgroup_ask_free(const struct vmgroup *g, struct vmgroup_call *c);
 /* Every VM's status under its name; 1 when a daemon did not answer. */
 int vmgroup_status(const char *leader_dir, FILE *out);
 /* Stops the members (all at once), then the leader; their replies to out (NULL: none). */
@@ -39,3 +57,6 @@ void vmgroup_stop_daemons(const struct vmgroup *g, bool verbose, FILE *out);
  * each VM's short summary and the merge's (verbose: the full ones; both kept in each
  * SESSION/stop-summary.txt): the exit status. */
 int vmgroup_stop(const char *leader_dir, const char *out, bool compress, bool verbose);
+/* vmgroup-snapshot.c: a snapshot of every VM at once, merged into OUT (NULL: the default name
+ * ./LEADER-group.snapshot-N.data): the exit status. */
+int vmgroup_snapshot(const char *leader_dir, const char *out, bool compress);

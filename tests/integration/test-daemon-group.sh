@@ -2,7 +2,8 @@
 # Several VMs in one session (start --name A --name B ..., --all) against fake guests: one host
 # recording (the first VM's daemon runs perf, the others name its host.data), status and stop of
 # the set by the --name of any of them, members stopped before the host-recording VM, one
-# merge; a VM that cannot start is named, and only --allow-partial goes on without it.
+# merge; a VM that cannot start is named, and only --allow-partial goes on without it. A
+# snapshot of the set: one file of every VM, taken at once; a VM whose snapshot fails is named.
 . "$(dirname "$0")/daemon-lib.sh"
 
 command -v perf >/dev/null || { fail "perf not installed (linux-perf): scripts/bootstrap installs it"; finish; exit 1; }
@@ -75,7 +76,28 @@ check_out "status names g3 NOT TRACED" "^== g3: NOT TRACED: " echo "$st"
 check_out "status: g1 records the host" "^== g1: records the host ==" echo "$st"
 check "status: both guests' CPUs (2 x cpu1 40 pages)" test "$(grep -c '^cpu1 *40 ' <<<"$st")" = 2
 check_out "status with no --name: the set (every session running is in it)" "^group $gid: " collector status --run-dir "$RUN"
-check_out "snapshot: not yet for several VMs" "snapshot is not yet for several VMs" collector snapshot --name g1 --run-dir "$RUN"
+
+# A snapshot of the set: every VM's daemon asked at once, one file with both guests (the
+# leader's snapshot dir merged with --guest the member's), the snapshot dirs removed, every VM
+# still tracing.
+out=$(collector snapshot --name g2 --run-dir "$RUN" -o "$T/snap.data" 2>&1); rc=$?
+echo "$out"
+check "snapshot of the set by a member's name (exit $rc)" test $rc -eq 0
+check_out "both VMs' snapshots taken, asked at once" "^group $gid: 2 of 2 VMs' snapshots taken, asked at once" echo "$out"
+check_out "the host line: the set's host recording is written at stop only" \
+	"^host: none \(the set's host recording, g1's, is written at stop only" echo "$out"
+check_out "one file, every VM of the set" "^snapshot: $T/snap.data \(tracing goes on; every VM of the set\)" echo "$out"
+pids=$(perf script -i "$T/snap.data" -F machine_pid 2>/dev/null | sed -n 's/^ *VM: *\([0-9]*\).*/\1/p' | sort -u | wc -l)
+check "the snapshot holds both guests (machine pids: $pids)" test "$pids" = 2
+ev=$(perf script -i "$T/snap.data" -F event 2>/dev/null | sort | uniq -c)
+check "both guests' events: guest_fake:tick (g1) and guest2_fake:tick (g2)" \
+	bash -c "grep -q 'guest_fake:tick' <<<'$ev' && grep -q 'guest2_fake:tick' <<<'$ev'"
+check "perf reads the snapshot with no warning" test -z "$(perf script -i "$T/snap.data" 2>&1 >/dev/null)"
+check "the snapshot dirs are removed" test ! -e "$S1/snapshot-1" -a ! -e "$S2/snapshot-1"
+check "both VMs still trace after it" test "$(collector status --name g1 --run-dir "$RUN" 2>&1 | grep -c '^state: tracing')" = 2
+out=$(cd "$T" && collector snapshot --run-dir "$RUN" 2>&1); rc=$?
+check "a second snapshot, no --name, default name ./g1-group.snapshot-2.data (exit $rc)" \
+	test $rc -eq 0 -a -s "$T/g1-group.snapshot-2.data"
 
 out=$(collector stop --name g2 --run-dir "$RUN" 2>&1); rc=$?
 echo "$out"
@@ -105,4 +127,25 @@ check "group.ini state=merged" test "$(gini "$S1" state)" = merged
 out=$(collector stop --name g1 --run-dir "$RUN" 2>&1); rc=$?
 check "a later stop of the merged set fails (exit $rc), stopping and merging nothing" \
 	test $rc -eq 1 -a -z "$(grep -E '^(group|== )' <<<"$out")"
+
+# A VM whose snapshot fails (its daemon is gone) is named; the others' snapshot is written
+# without it (exit 3), and the set still stops.
+out=$(gstart --name g1 --name g2 -e 'fake:*' 2>&1); rc=$?
+check "start g1 g2 again (exit $rc)" test $rc -eq 0
+S1=$(grep "^$ROOT/g1/sessions/" <<<"$out")
+kill -9 "$(daemon_of g2)"
+out=$(collector snapshot --name g1 --run-dir "$RUN" -o "$T/snap-g1.data" 2>&1); rc=$?
+echo "$out"
+check "snapshot without g2: written, exit 3 ($rc)" test $rc -eq 3 -a -s "$T/snap-g1.data"
+check_out "g2 named: its daemon did not answer" "g2: no snapshot: its daemon did not answer at $RUN/g2.sock" echo "$out"
+check_out "1 of 2 VMs' snapshots taken" "^group [0-9a-f]{16}: 1 of 2 VMs' snapshots taken" echo "$out"
+check_out "the file is said to lack g2" "^snapshot: $T/snap-g1.data \(tracing goes on\) WITHOUT g2" echo "$out"
+pids=$(perf script -i "$T/snap-g1.data" -F machine_pid 2>/dev/null | sed -n 's/^ *VM: *\([0-9]*\).*/\1/p' | sort -u | wc -l)
+check "it holds g1's guest (machine pids: $pids), read with no warning" \
+	test "$pids" = 1 -a -z "$(perf script -i "$T/snap-g1.data" 2>&1 >/dev/null)"
+check "g1's snapshot dir is removed" test ! -e "$S1/snapshot-1"
+out=$(collector stop --name g1 --run-dir "$RUN" -o "$T/group2.data" 2>&1); rc=$?
+echo "$out"
+check_out "stop names g2's daemon as not answering" "no answer from its daemon at $RUN/g2.sock" echo "$out"
+check "g1's daemon is gone after the stop" test ! -e "$RUN/g1.sock"
 finish
