@@ -17,9 +17,6 @@
 #include "util.h"
 #include "vmgroup.h"
 
-#define DUMP_WAIT_MS 15000
-
-
 static int snapshot_run(int argc, char **argv);
 const struct cmd_entry cmd_snapshot = {
 	.name = "snapshot", .summary = "write a perf.data of what a running session holds now",
@@ -32,45 +29,6 @@ const struct cmd_entry cmd_snapshot = {
 		 "recording is then written at stop only, so such a snapshot holds the guest's events.\n",
 	.run = snapshot_run,
 };
-
-void snapshot_reply_word(const char *reply, const char *key, char *buf, size_t size)
-{
-	const char *p = reply ? strstr(reply, key) : NULL;
-
-	buf[0] = '\0';
-	if (p && (p == reply || p[-1] == '\n'))
-		snprintf(buf, size, "%.*s", (int)strcspn(p + strlen(key), "\n"), p + strlen(key));
-}
-
-/* perf renames each dump into place once it is whole: wait for it, then move it into dir. */
-int snapshot_host_dump(const char *dir, char *host, size_t size)
-{
-	char session[PATH_MAX], dump[PATH_MAX + 300];
-	int r = -ENOENT;
-
-	snprintf(session, sizeof(session), "%.*s", (int)(strrchr(dir, '/') ? strrchr(dir, '/') - dir : 0), dir);
-	snprintf(host, size, "%s/host.data", dir);
-	for (int ms = 0; ms < DUMP_WAIT_MS && (r = merge_newest_host_dump(session, dump, sizeof(dump))) == -ENOENT; ms += 50)
-		nanosleep(&(struct timespec){ .tv_nsec = 50000000 }, NULL);
-	if (r == 0 && rename(dump, host) < 0)
-		r = -errno;
-	return r;
-}
-
-/* The snapshot dir holds links and small files only, no subdirectories. */
-int snapshot_remove(const char *dir)
-{
-	DIR *d = opendir(dir);
-	int r = 0;
-
-	if (!d)
-		return -errno;
-	for (struct dirent *de; (de = readdir(d));)
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && unlinkat(dirfd(d), de->d_name, 0) < 0)
-			r = -errno;
-	closedir(d);
-	return r == 0 && rmdir(dir) < 0 ? -errno : r;
-}
 
 /* src (a file, or a perf.data directory of files and one level of directories) to dst on
  * another file system: copied, then removed. */
@@ -157,21 +115,21 @@ static int snapshot_run(int argc, char **argv)
 		log_error("the daemon at %s did not answer the snapshot request: %s", sock, strerror(-r));
 		return 1;
 	}
-	snapshot_reply_word(reply, "snapshot-file: ", dir, sizeof(dir));
+	snapshot_dir_reply(reply, "snapshot-file: ", dir, sizeof(dir));
 	if (dir[0])
 		return snapshot_live(dir, name, out);
-	snapshot_reply_word(reply, "snapshot: ", dir, sizeof(dir));
-	snapshot_reply_word(reply, "host: ", hostwhy, sizeof(hostwhy));
+	snapshot_dir_reply(reply, "snapshot: ", dir, sizeof(dir));
+	snapshot_dir_reply(reply, "host: ", hostwhy, sizeof(hostwhy));
 	if (!dir[0]) {
 		log_error("%s", reply && !strncmp(reply, "error: ", 7) ? reply + 7 : "the daemon's reply names no snapshot dir");
 		return 1;
 	}
 	mo = (struct merge_options){ .session_dir = dir, .zstd_level = compress ? 3 : 0, .snapshot = true };
 	if (!strcmp(hostwhy, "dump")) {
-		r = snapshot_host_dump(dir, host, sizeof(host));
+		r = snapshot_dir_host_dump(dir, host, sizeof(host));
 		if (r < 0)
 			log_warn("host perf wrote no dump within %d s (%s): the snapshot holds the guest only",
-				 DUMP_WAIT_MS / 1000, strerror(-r));
+				 SNAPSHOT_DUMP_WAIT_MS / 1000, strerror(-r));
 		else
 			mo.host_data = host;
 	} else {
@@ -190,7 +148,7 @@ static int snapshot_run(int argc, char **argv)
 		return 1;
 	}
 	printf("snapshot: %s (tracing goes on)\n", path);
-	if (snapshot_remove(dir) < 0)
+	if (snapshot_dir_remove(dir) < 0)
 		log_warn("cannot remove %s: %m", dir);
 	return r > 0 ? 3 : 0;
 }

@@ -124,13 +124,14 @@ int status_request(const char *sock, const char *request, char **ret_reply);
 int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
 		 const char **run_dir, const char **out, bool *compress);
 
-/* cmd-snapshot.c, shared with the snapshot of several VMs (vmgroup-snapshot.c). */
+/* snapshot-dir.c: a snapshot dir, for one VM's snapshot (cmd-snapshot.c) and a set's. */
+#define SNAPSHOT_DUMP_WAIT_MS 15000
 /* The rest of the daemon's reply line that starts with key ("" when none). */
-void snapshot_reply_word(const char *reply, const char *key, char *buf, size_t size);
+void snapshot_dir_reply(const char *reply, const char *key, char *buf, size_t size);
 /* Waits for host perf's ring dump beside the snapshot dir and moves it in as dir/host.data. */
-int snapshot_host_dump(const char *dir, char *host, size_t size);
+int snapshot_dir_host_dump(const char *dir, char *host, size_t size);
 /* Removes a snapshot dir (links and small files, no subdirectories). */
-int snapshot_remove(const char *dir);
+int snapshot_dir_remove(const char *dir);
 
 /* A stop client answered this when a later stop takes over (that one prints and merges):
  * the daemon (daemon/stop.c) says it, cmd-stop.c recognizes it. */

@@ -56,9 +56,9 @@ static int vmgroup_snap_reply(const struct vmgroup_vm *vm, const struct vmgroup_
 		snprintf(s->why, sizeof(s->why), "its daemon did not answer at %.1024s: %s", c->sock, strerror(-c->r));
 		return c->r;
 	}
-	snapshot_reply_word(c->reply, "snapshot-file: ", file, sizeof(file));
-	snapshot_reply_word(c->reply, "snapshot: ", s->dir, sizeof(s->dir));
-	snapshot_reply_word(c->reply, "host: ", s->host, sizeof(s->host));
+	snapshot_dir_reply(c->reply, "snapshot-file: ", file, sizeof(file));
+	snapshot_dir_reply(c->reply, "snapshot: ", s->dir, sizeof(s->dir));
+	snapshot_dir_reply(c->reply, "host: ", s->host, sizeof(s->host));
 	if (file[0]) { /* a live merge's cut: this VM's guest alone (the set has no live merge) */
 		snprintf(s->why, sizeof(s->why), "its daemon cut its snapshot from its own live merge: %.1024s", file);
 		return -EINVAL;
@@ -117,7 +117,7 @@ static const char *vmgroup_snap_host(const struct vmgroup *g, struct vmgroup_sna
 		printf("host: %s\n", l->host[0] ? l->host : "none");
 		return NULL;
 	}
-	r = snapshot_host_dump(l->dir, host, size);
+	r = snapshot_dir_host_dump(l->dir, host, size);
 	if (r == 0)
 		return host;
 	log_warn("host perf wrote no dump (%s): the snapshot holds the guests only", strerror(-r));
@@ -206,7 +206,7 @@ int vmgroup_snapshot(const char *leader_dir, const char *out, bool compress)
 		return 1;
 	missing |= r > 0;
 	for (unsigned i = 0; i < g->n; i++)
-		if (s[i].dir[0] && (r = snapshot_remove(s[i].dir)) < 0)
+		if (s[i].dir[0] && (r = snapshot_dir_remove(s[i].dir)) < 0)
 			log_warn("cannot remove %s: %s", s[i].dir, strerror(-r));
 	return missing ? 3 : 0; /* 3: written, a VM's clock unaligned or a VM missing */
 }

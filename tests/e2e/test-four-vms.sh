@@ -2,9 +2,10 @@
 # e2e: four VMs (2 vCPUs each) in one session (start --name vtA ... --name vtD; tests/e2e/lib.sh).
 # The guests boot side by side, each with its own VM dir under one root; one start traces them
 # all with ONE host recording (vtA's daemon runs perf record; the others name its host.data);
-# each guest writes its own count of numbered markers; one stop merges the set. Checked: one perf
-# record process, every guest's markers all there once and in order, each guest's hold-out
-# probes within its stated clock bound, and perf reads the file with no warning.
+# each guest writes its own count of numbered markers; one snapshot of the set; one stop merges
+# the set. Checked: one perf record process, every guest's markers all there once and in order
+# (in the snapshot too), each guest's hold-out probes within its stated clock bound, and perf
+# reads both files with no warning.
 . "$(dirname "$0")/lib.sh"
 
 e2e_init four-vms
@@ -72,6 +73,15 @@ for v in "${VMS[@]}"; do
 done
 sleep 1.5 # hold-out probes after the workload
 check_out "status of the set by vtC's name" "^== vtA: records the host ==" tc status --name vtC --run-dir "$RUN"
+# One snapshot of the set in the middle: every VM's daemon asked at once, one file of the four
+# guests (their workloads are done, so every marker is in it); the set goes on and stops below.
+t3=$(date +%s.%N)
+snap=$(tc snapshot --name vtB --run-dir "$RUN" -o "$T/snap.data" 2>&1); rc=$?
+echo "$snap"
+echo "snapshot of the set in $(awk -v a="$t3" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }') s"
+check "snapshot of the set by vtB's name (exit $rc)" test $rc -eq 0
+check_out "4 of 4 VMs' snapshots, asked at once" "^group [0-9a-f]+: 4 of 4 VMs' snapshots taken, asked at once" echo "$snap"
+check "the snapshot dirs are removed" bash -c "! ls -d '$ROOT'/vt*/sessions/*/snapshot-* 2>/dev/null | grep -q ."
 t2=$SECONDS
 sum=$(tc stop --name vtA --run-dir "$RUN" 2>&1); rc=$?
 echo "$sum"
@@ -113,5 +123,8 @@ print(f"{len(holdout)} hold-out probes, {len(off)} markers, worst distance outsi
 sys.exit(0 if len(off) >= 3 and len(off) == len(holdout) and max(off) <= bound else 1)
 PY
 	check "$v: perf script/report: no warnings" e2e_no_warnings "$f"
+	got=$(guest_script "$T/snap.data" "${QPID[$v]}" | sed -n 's/.*guest[0-9]*_ftrace:print:.*vt-e2e line \([0-9]*\) cpu.*/\1/p' | tr '\n' ' ')
+	check "$v: the snapshot holds its ${N[$v]} markers, once and in order" test "$got" = "$(seq -s ' ' 0 $((N[$v] - 1))) "
 done
+check "the snapshot: perf script/report: no warnings" e2e_no_warnings "$T/snap.data"
 finish
