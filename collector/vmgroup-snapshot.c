@@ -124,26 +124,29 @@ static const char *vmgroup_snap_host(const struct vmgroup *g, struct vmgroup_sna
 	return NULL;
 }
 
-/* The merge of the snapshot dirs into path: the leader's (or the first VM's that has one)
- * with --guest the others'. */
+/* The snapshot dirs in the merge's order: the leader's (or the first VM's that has one),
+ * then the others' (--guest); how many. */
+static unsigned vmgroup_snap_dirs(const struct vmgroup *g, const struct vmgroup_snap *s, const char **dirs)
+{
+	unsigned n = 0;
+
+	if (s[g->leader].dir[0])
+		dirs[n++] = s[g->leader].dir;
+	for (unsigned i = 0; i < g->n; i++)
+		if (s[i].dir[0] && i != g->leader)
+			dirs[n++] = s[i].dir;
+	return n;
+}
+
 static int vmgroup_snap_merge(const struct vmgroup *g, struct vmgroup_snap *s, const char *path, bool compress)
 {
-	const char *guests[VMGROUP_MAX_VMS];
+	const char *dirs[VMGROUP_MAX_VMS];
 	char host[PATH_MAX + 16];
-	struct merge_options mo = { .output = path, .zstd_level = compress ? 3 : 0, .snapshot = true,
-				    .guest_dirs = guests };
+	unsigned n = vmgroup_snap_dirs(g, s, dirs);
+	struct merge_options mo = { .session_dir = dirs[0], .output = path, .zstd_level = compress ? 3 : 0,
+				    .snapshot = true, .guest_dirs = dirs + 1, .n_guest_dirs = n - 1 };
 
 	mo.host_data = vmgroup_snap_host(g, s, host, sizeof(host));
-	if (s[g->leader].dir[0])
-		mo.session_dir = s[g->leader].dir;
-	for (unsigned i = 0; i < g->n; i++) {
-		if (!s[i].dir[0] || s[i].dir == mo.session_dir)
-			continue;
-		if (!mo.session_dir)
-			mo.session_dir = s[i].dir;
-		else
-			guests[mo.n_guest_dirs++] = s[i].dir;
-	}
 	fflush(stdout);
 	return merge_run(&mo);
 }
@@ -159,12 +162,14 @@ static void vmgroup_snap_said(const struct vmgroup *g, const struct vmgroup_snap
 			at += (size_t)snprintf(missing + at, at < sizeof(missing) ? sizeof(missing) - at : 0, "%s%s",
 					       at ? ", " : "", g->vm[i].name);
 	if (r < 0) {
+		const char *dirs[VMGROUP_MAX_VMS];
+		unsigned n = vmgroup_snap_dirs(g, s, dirs);
+
 		log_error("the snapshot's merge failed: %s; the snapshots' files stay (merge them with the command below)",
 			  strerror(-r));
-		fprintf(stderr, "trace-collector merge");
-		for (unsigned i = 0, first = 1; i < g->n; i++)
-			if (s[i].dir[0])
-				fprintf(stderr, "%s %s", first ? "" : " --guest", s[i].dir), first = 0;
+		fprintf(stderr, "trace-collector merge %s", dirs[0]);
+		for (unsigned i = 1; i < n; i++)
+			fprintf(stderr, " --guest %s", dirs[i]);
 		fprintf(stderr, " -o %s\n", path);
 		return;
 	}
@@ -178,9 +183,9 @@ int vmgroup_snapshot(const char *leader_dir, const char *out, bool compress)
 {
 	_cleanup_free_ struct vmgroup *g = vmgroup_open(leader_dir);
 	_cleanup_free_ struct vmgroup_snap *s = NULL;
+	const char *dirs[VMGROUP_MAX_VMS];
 	char path[PATH_MAX + 64];
 	bool missing = false;
-	unsigned k;
 	int r;
 
 	if (!g)
@@ -193,13 +198,11 @@ int vmgroup_snapshot(const char *leader_dir, const char *out, bool compress)
 	}
 	for (unsigned i = 0; i < g->n; i++) /* a VM not traced since start is not missed */
 		missing |= !s[i].dir[0] && g->vm[i].role != VMGROUP_FAILED;
-	/* the default name has the snapshot's number: the leader's, else the first VM's that has one */
-	for (k = g->leader; !s[k].dir[0];)
-		k = k == g->leader ? 0 : k + 1;
+	vmgroup_snap_dirs(g, s, dirs); /* the default name: the merge's first dir's snapshot-N */
 	if (out)
 		snprintf(path, sizeof(path), "%s", out);
 	else
-		snprintf(path, sizeof(path), "%s-group.%s.data", g->vm[g->leader].name, strrchr(s[k].dir, '/') + 1);
+		snprintf(path, sizeof(path), "%s-group.%s.data", g->vm[g->leader].name, strrchr(dirs[0], '/') + 1);
 	r = vmgroup_snap_merge(g, s, path, compress);
 	vmgroup_snap_said(g, s, path, r);
 	if (r < 0)
