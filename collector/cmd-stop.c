@@ -34,12 +34,14 @@ static void stop_clock_first(const char *reply)
 static int stop_run(int argc, char **argv);
 const struct cmd_entry cmd_stop = {
 	.name = "stop", .summary = "stop the session and write the merged perf.data",
-	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z] [-v]\n"
+	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z | --no-compress] [-v]\n"
 		 "Stops the guest agent (waiting up to 10 s for every CPU's end marker) and host perf\n"
 		 "record, finalizes the session dir, merges it into OUT (default: start's -o, else\n"
-		 "./VM.data; -z compresses with zstd) and prints a short summary: what was lost, cut or\n"
-		 "missing and why, each kind on one line. The full one (per CPU, per event type) goes to\n"
-		 "SESSION/stop-summary.txt; -v (--verbose) prints it instead.\n"
+		 "./VM.data; zstd-compressed as perf record -z writes it, unless start's --no-compress;\n"
+		 "-z or --no-compress here override, merging again when the live merge wrote the other\n"
+		 "kind) and prints a short summary: what was lost, cut or missing and why, each kind on\n"
+		 "one line. The full one (per CPU, per event type) goes to SESSION/stop-summary.txt; -v\n"
+		 "(--verbose) prints it instead.\n"
 		 "A VM started with others (start --name A --name B ...): the whole set stops, the VM\n"
 		 "recording the host last, into one OUT (default: start's -o, else ./A-group.data).\n",
 	.run = stop_run,
@@ -178,7 +180,7 @@ static void stop_last_session(const char *run_dir, const char *name)
 /* --live-merge: the follower's file, merged while tracing (daemon-live.c), becomes OUT (an
  * existing OUT is kept as OUT.old, as the merge does); 0 or 3 (clock unaligned, said) when it
  * did, -1 when stop has to merge. */
-static int stop_take_live(const char *dir, const char *out, bool compress)
+static int stop_take_live(const char *dir, const char *out, int compress)
 {
 	char state[32] = "", live[PATH_MAX + 16], log[PATH_MAX + 32], old[PATH_MAX + 8];
 	_cleanup_free_ char *text = NULL;
@@ -186,8 +188,9 @@ static int stop_take_live(const char *dir, const char *out, bool compress)
 
 	if (session_ini_get(dir, "live_merge", state, sizeof(state)) < 0 || strncmp(state, "done", 4))
 		return -1;
-	if (compress) {
-		log_info("the live merge wrote no zstd: merging %s again with -z", dir);
+	if ((merge_zstd_level(dir, compress) > 0) != (merge_zstd_level(dir, -1) > 0)) {
+		log_info("the live merge wrote %s: merging %s again %s", merge_zstd_level(dir, -1) ? "zstd" : "no zstd",
+			 dir, compress ? "with -z" : "uncompressed");
 		return -1;
 	}
 	snprintf(live, sizeof(live), "%s/live.data", dir);
@@ -289,7 +292,7 @@ static void stop_output_line(struct stop_out *so, const char *out)
 		printf("details: %s (per CPU and per event type; 'trace-collector stop -v' prints them)\n", so->path);
 }
 
-static int stop_merge(struct stop_out *so, const char *dir, const char *out, bool compress)
+static int stop_merge(struct stop_out *so, const char *dir, const char *out, int compress)
 {
 	char why[PATH_MAX + 256] = "";
 	off_t start = 0;
@@ -340,7 +343,8 @@ static int stop_run(int argc, char **argv)
 	_cleanup_free_ char *reply = NULL;
 	struct stop_out so = { 0 };
 	char sock[PATH_MAX], dir[PATH_MAX] = "", path[PATH_MAX], *p;
-	bool compress = false, verbose = false;
+	int compress = -1;
+	bool verbose = false;
 	int r;
 
 	argc = stop_take_verbose(argc, argv, &verbose);
