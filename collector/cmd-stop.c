@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -11,6 +12,7 @@
 #include "disk.h"
 #include "gbin.h"
 #include "log.h"
+#include "perf_reader.h"
 #include "session.h"
 #include "util.h"
 #include "vmgroup.h"
@@ -246,25 +248,53 @@ static uint64_t stop_budget(const char *dir, const char *out, char *why, size_t 
 	return budget;
 }
 
+/* The bytes of records in the perf.data at path of size bytes: times HEADER_COMPRESSED's
+ * ratio when it is compressed (the report pass reads them all). */
+static uint64_t stop_records_size(const char *path, uint64_t size)
+{
+	struct perf_reader *r;
+	uint8_t *c = NULL;
+	uint32_t comp[5];
+	size_t len = 0;
+	char err[256];
+
+	if (perf_reader_open(path, &r, err, sizeof(err)) < 0)
+		return size;
+	if (perf_reader_feature(r, PERF_FEAT_COMPRESSED, &c, &len) == 0 && len >= sizeof(comp)) {
+		memcpy(comp, c, sizeof(comp));
+		size *= comp[3] ? comp[3] : 1;
+	}
+	free(c);
+	perf_reader_free(r);
+	return size;
+}
+
 /* The stalls line (trace-collector report): one pass over OUT, skipped when it holds no host
- * recording (nothing to follow) or is over 2 GB (the pass would take a while: run report). */
+ * recording (nothing to follow) or over 2 GB of records (the pass would take a while: run
+ * report). */
 static void stop_stalls(struct stop_out *so, const char *dir, const char *out)
 {
 	char data[PATH_MAX + 8], host[16] = "";
 	_cleanup_free_ char *text = NULL;
+	uint64_t records;
 	size_t len = 0;
 	struct stat st;
 	FILE *f;
 
 	snprintf(data, sizeof(data), "%s/data", out);
-	if (stat(data, &st) < 0 && stat(out, &st) < 0)
+	if (stat(data, &st) == 0)
+		records = stop_records_size(data, (uint64_t)st.st_size);
+	else if (stat(out, &st) == 0)
+		records = stop_records_size(out, (uint64_t)st.st_size);
+	else
 		return;
 	if (!(f = open_memstream(&text, &len)))
 		return;
 	if (session_ini_get(dir, "opt_host", host, sizeof(host)) == 0 && !strcmp(host, "none"))
 		fprintf(f, "stalls:  not known (no host recording: --no-host)\n");
-	else if (st.st_size > (2ll << 30))
-		fprintf(f, "stalls:  not counted here (%.1f GB: run 'trace-collector report %s')\n", (double)st.st_size / 1e9, out);
+	else if (records > (2ull << 30))
+		fprintf(f, "stalls:  not counted here (%.1f GB of records: run 'trace-collector report %s')\n",
+			(double)records / 1e9, out);
 	else
 		report_stop_summary(out, f);
 	if (fclose(f) == 0 && text)
