@@ -21,6 +21,7 @@ struct perf_writer {
 	int dfd;          /* the same file with O_DIRECT, or -1 */
 	bool pipe;        /* pipe mode: a stream, written in order, no header at the end */
 	uint64_t flushed; /* file offset of buf[0] */
+	size_t shown;     /* a file: buf's bytes already written by perf_writer_flush */
 	uint64_t limit;   /* the file's size may not pass it (0: no limit) */
 	char *path;
 	bool finished;
@@ -70,6 +71,7 @@ static int out_flush(struct perf_writer *w)
 
 	w->flushed += w->blen;
 	w->blen = 0;
+	w->shown = 0;
 	return r;
 }
 
@@ -162,7 +164,16 @@ int perf_writer_flush(struct perf_writer *w)
 {
 	int r = w->cs ? zin_flush(w) : 0;
 
-	return r < 0 ? r : out_flush(w);
+	if (r < 0 || w->pipe)
+		return r < 0 ? r : out_flush(w);
+	if (w->blen == w->shown)
+		return 0;
+	if (w->limit && w->flushed + w->blen > w->limit)
+		return -EFBIG;
+	/* The partial block through the buffered fd, kept: it goes out whole (O_DIRECT) later. */
+	if ((r = out_pwrite(w->fd, w->buf, w->blen, w->flushed)) == 0)
+		w->shown = w->blen;
+	return r;
 }
 
 int perf_writer_raw(struct perf_writer *w, const void *data, size_t len)

@@ -30,7 +30,8 @@ void perf_writer_set_limit(struct perf_writer *w, uint64_t bytes);
  * and tracing data as records first (perf_writer_raw for the bytes that follow a
  * HEADER_TRACING_DATA record), then the data; finish only flushes (fd is the caller's). */
 int perf_writer_open_pipe(int fd, struct perf_writer **ret);
-/* Pipe mode: what is buffered goes out now (a reader sees it). */
+/* What is buffered goes out now (the zstd stream flushed): a pipe's reader sees it; a file
+ * shows it (its partial block written, and kept to be written whole later). */
 int perf_writer_flush(struct perf_writer *w);
 /* Raw bytes into the stream (not a record). */
 int perf_writer_raw(struct perf_writer *w, const void *data, size_t len);
