@@ -85,7 +85,6 @@ const struct cmd_entry cmd_merge = {
 	.run = merge_cmd_run,
 };
 
-/* stop's entry point (collector.h): the merge prints its summary on stdout. */
 int merge_zstd_level(const char *session_dir, int compress)
 {
 	char v[32];
@@ -98,6 +97,7 @@ int merge_zstd_level(const char *session_dir, int compress)
 	return (int)level;
 }
 
+/* stop's entry point (collector.h): the merge prints its summary on stdout. */
 int merge_session(const char *session_dir, const char *out, int compress, uint64_t max_bytes, FILE *summary)
 {
 	struct merge_options o = { .session_dir = session_dir, .output = out,
