@@ -42,7 +42,8 @@ struct expanded {
 	size_t len;
 	unsigned next;         /* the record expected next */
 	unsigned n_compressed; /* COMPRESSED records seen */
-	int bad;               /* 1: a record differs, 2: a record did not fit mmap_len, 3: zstd error */
+	int bad;               /* 1: a record differs, 2: a record did not fit mmap_len, 3: zstd error,
+				* 6: a record expanded to nothing (perf 6.1 stops there) */
 };
 
 static void expect(struct expanded *x, const uint8_t *rec)
@@ -67,6 +68,8 @@ static void expand(struct expanded *x, const uint8_t *z, size_t zlen, size_t mma
 			x->bad = 3;
 	if (in.pos < in.size && !x->bad)
 		x->bad = 2;
+	if (o.pos == 0 && !x->bad) /* perf: "Couldn't decompress data" */
+		x->bad = 6;
 	x->buf = realloc(x->buf, x->len + o.pos);
 	memcpy(x->buf + x->len, out, o.pos);
 	x->len += o.pos;
@@ -206,7 +209,11 @@ TEST(compressed_snapshot)
 	close(fd);
 	close(sfd);
 	CHECK_INT(perf_writer_open(path, 1, &w), ==, 0);
-	CHECK_INT(write_some(w, 0, 12345), ==, 0); /* ends inside a 256 KiB chunk */
+	for (unsigned i = 0; i < 12000; i += 1000) { /* the live merge flushes before each wait */
+		CHECK_INT(write_some(w, i, i + 1000), ==, 0);
+		CHECK_INT(perf_writer_flush(w), ==, 0);
+	}
+	CHECK_INT(write_some(w, 12000, 12345), ==, 0); /* ends inside a 256 KiB chunk */
 	CHECK_INT(perf_writer_snapshot(w, snap, NULL, 0, NULL, 0), ==, 0);
 	CHECK_INT(write_some(w, 12345, NREC), ==, 0);
 	CHECK_INT(perf_writer_finish(w, NULL, 0, NULL, 0), ==, 0);
@@ -248,4 +255,32 @@ TEST(flush_shows_the_file)
 	CHECK_INT(read_back(path, comp, &x), ==, NREC);
 	CHECK_INT(x.bad, ==, 0);
 	unlink(path);
+}
+
+/* A snapshot of the live merge's writer well past its first whole blocks (written O_DIRECT
+ * where the file system has it, after partial writes by perf_writer_flush at the same
+ * offsets): the copy holds the records written, byte for byte. */
+TEST(compressed_snapshot_after_blocks)
+{
+	char path[] = "/tmp/vt-test-pw-XXXXXX", snap[] = "/tmp/vt-test-pws-XXXXXX";
+	int fd = mkstemp(path), sfd = mkstemp(snap);
+	struct expanded x = { 0 };
+	struct perf_writer *w;
+	uint32_t comp[5];
+	unsigned n = 600000;
+
+	CHECK(fd >= 0 && sfd >= 0);
+	close(fd);
+	close(sfd);
+	CHECK_INT(perf_writer_open(path, 1, &w), ==, 0);
+	for (unsigned i = 0; i < n; i += 20000) {
+		CHECK_INT(write_some(w, i, i + 20000), ==, 0);
+		CHECK_INT(perf_writer_flush(w), ==, 0);
+	}
+	CHECK_INT(perf_writer_snapshot(w, snap, NULL, 0, NULL, 0), ==, 0);
+	CHECK_INT(read_back(snap, comp, &x), ==, n);
+	CHECK_INT(x.bad, ==, 0);
+	perf_writer_free(w);
+	unlink(path);
+	unlink(snap);
 }
