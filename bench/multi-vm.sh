@@ -17,31 +17,10 @@ export VT_E2E_BOOT=$top/tests/e2e/boot VT_E2E_KERNEL=$top/build/tests/e2e/vmlinu
 export VT_E2E_INITRD=$top/build/tests/e2e/initramfs.cpio
 . "$top/tests/e2e/lib.sh"
 e2e_init multi-vm
-VMS=(A B C D)
-declare -A BOOT=()
-ROOT=$T/vms RUN=$T/run CG=/sys/fs/cgroup/cpuacct/vt-multi-vm.$$
-use() { VM_NAME=vt$1 VM=$ROOT/vt$1 LOG=$T/console$1.log CIN=$T/console$1.in BOOT_PID=${BOOT[$1]:-}; }
-bench_cleanup() {
-	local v f pid
-	for f in "$RUN"/*.pid; do pid=$(head -n 1 "$f" 2>/dev/null); [ -n "$pid" ] && kill "$pid" 2>/dev/null; done
-	sleep 0.5
-	for v in "${VMS[@]}"; do use $v; ( T=$T/none; e2e_cleanup ); done
-	rmdir "$CG" 2>/dev/null
-	rm -rf "$T"
-}
-trap bench_cleanup EXIT
-mkdir -p "$ROOT" "$CG" || { echo "cannot make the cpuacct cgroup $CG"; exit 1; }
-
-for v in "${VMS[@]}"; do
-	use $v
-	"$VT_E2E_BOOT" --dir "$VM" --log "$LOG" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN" \
-		--timeout 3000 --name "$VM_NAME" &
-	BOOT[$v]=$!
-done
-for v in "${VMS[@]}"; do
-	use $v
-	e2e_wait '^vt-e2e: ready' 200 && e2e_wait 'trace-agent: waiting for the host' 60 || { echo "boot $v failed"; exit 1; }
-done
+CG=/sys/fs/cgroup/cpuacct/vt-multi-vm.$$
+e2e_set_init A B C D
+mkdir -p "$CG" || { echo "cannot make the cpuacct cgroup $CG"; exit 1; }
+e2e_set_boot 3000 || exit 1
 
 # in_cg COMMAND...: runs it (and all it forks: daemons, perf, merge) in the cgroup.
 in_cg() { bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "$@"; }
@@ -66,9 +45,9 @@ trace() { # MODE N ROUND
 		done
 	fi
 	nm=$((markers + seq++)) # a count of its own: the console keeps earlier rounds' lines
-	for v in "${set[@]}"; do use $v; e2e_say "run $nm"; done
+	for v in "${set[@]}"; do set_use $v; e2e_say "run $nm"; done
 	sleep "$secs"
-	for v in "${set[@]}"; do use $v; e2e_wait "^vt-e2e: workload done $nm status 0" 120 || echo "workload $v failed"; done
+	for v in "${set[@]}"; do set_use $v; e2e_wait "^vt-e2e: workload done $nm status 0" 120 || echo "workload $v failed"; done
 	if [ "$mode" = one ]; then
 		in_cg "$TRACE_COLLECTOR" stop --name vtA --run-dir "$RUN" >"$out/stop.log" 2>&1
 	else
@@ -92,4 +71,4 @@ for r in $(seq "$rounds"); do
 		trace one "$n" "$r"
 	done
 done
-for v in "${VMS[@]}"; do use $v; e2e_end; BOOT[$v]=; done
+for v in "${VMS[@]}"; do set_use $v; e2e_end; BOOT[$v]=; done

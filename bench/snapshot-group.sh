@@ -18,29 +18,8 @@ export VT_E2E_INITRD=$top/build/tests/e2e/initramfs.cpio
 . "$top/tests/e2e/lib.sh"
 e2e_init snapshot-group
 ALL=(A B C D)
-VMS=("${ALL[@]:0:$nvms}")
-declare -A BOOT=()
-ROOT=$T/vms RUN=$T/run
-use() { VM_NAME=vt$1 VM=$ROOT/vt$1 LOG=$T/console$1.log CIN=$T/console$1.in BOOT_PID=${BOOT[$1]:-}; }
-bench_cleanup() {
-	local v f pid
-	for f in "$RUN"/*.pid; do pid=$(head -n 1 "$f" 2>/dev/null); [ -n "$pid" ] && kill "$pid" 2>/dev/null; done
-	sleep 0.5
-	for v in "${VMS[@]}"; do use $v; ( T=$T/none; e2e_cleanup ); done
-	rm -rf "$T"
-}
-trap bench_cleanup EXIT
-mkdir -p "$ROOT"
-for v in "${VMS[@]}"; do
-	use $v
-	"$VT_E2E_BOOT" --dir "$VM" --log "$LOG" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN" \
-		--timeout 3000 --name "$VM_NAME" &
-	BOOT[$v]=$!
-done
-for v in "${VMS[@]}"; do
-	use $v
-	e2e_wait '^vt-e2e: ready' 200 && e2e_wait 'trace-agent: waiting for the host' 60 || { echo "boot $v failed"; exit 1; }
-done
+e2e_set_init "${ALL[@]:0:$nvms}"
+e2e_set_boot 3000 || exit 1
 
 START=(-e 'sched:sched_switch' --buffer-kb 512 --clock ptp --timeout 30)
 seq=0
@@ -57,8 +36,8 @@ trace() { # MODE: set (every VM) or one (vtA alone)
 			>"$out/start.log" 2>&1 || { echo "start failed: $(cat "$out/start.log")"; return 1; }
 	fi
 	nm=$((markers + seq++)) # a count of its own: the console keeps earlier rounds' lines
-	for v in "${set[@]}"; do use $v; e2e_say "run $nm"; done
-	for v in "${set[@]}"; do use $v; e2e_wait "^vt-e2e: workload done $nm status 0" 120 || echo "workload $v failed"; done
+	for v in "${set[@]}"; do set_use $v; e2e_say "run $nm"; done
+	for v in "${set[@]}"; do set_use $v; e2e_wait "^vt-e2e: workload done $nm status 0" 120 || echo "workload $v failed"; done
 	for r in $(seq "$rounds"); do
 		t0=$(date +%s.%N)
 		"$TRACE_COLLECTOR" snapshot --name vtA --run-dir "$RUN" -o "$out/snap-$r.data" >"$out/snap-$r.log" 2>&1
@@ -76,4 +55,4 @@ trace() { # MODE: set (every VM) or one (vtA alone)
 }
 trace set
 trace one
-for v in "${VMS[@]}"; do use $v; e2e_end; BOOT[$v]=; done
+for v in "${VMS[@]}"; do set_use $v; e2e_end; BOOT[$v]=; done

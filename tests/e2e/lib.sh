@@ -181,3 +181,42 @@ e2e_two_cleanup() {
 	done
 	rm -rf "$T"
 }
+# Several VMs in one session (start --name vtA --name vtB ...): VMS=(A B ...) named vtX under
+# ROOT=$T/vms, one run dir RUN=$T/run. e2e_set_init sets them (and the cleanup: every daemon
+# killed, every guest's QEMU), set_use X points the e2e_* helpers at VM X, e2e_set_boot SECS
+# boots them all at once with guest-cmd.sh (QEMU's own timeout SECS) and waits for each agent.
+e2e_set_init() {
+	VMS=("$@") ROOT=$T/vms RUN=$T/run
+	declare -gA BOOT=()
+	mkdir -p "$ROOT"
+	trap e2e_set_cleanup EXIT
+}
+set_use() { VM_NAME=vt$1 VM=$ROOT/vt$1 LOG=$T/console$1.log CIN=$T/console$1.in BOOT_PID=${BOOT[$1]:-}; }
+e2e_set_boot() {
+	local v
+	for v in "${VMS[@]}"; do
+		set_use $v
+		"$VT_E2E_BOOT" --dir "$VM" --log "$LOG" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN" \
+			--timeout "$1" --name "$VM_NAME" &
+		BOOT[$v]=$!
+	done
+	for v in "${VMS[@]}"; do
+		set_use $v
+		e2e_wait '^vt-e2e: ready' 200 && e2e_wait 'trace-agent: waiting for the host' 60 || { echo "boot $v failed"; return 1; }
+	done
+}
+e2e_set_cleanup() {
+	local v f pid
+	for f in "$RUN"/*.pid; do
+		pid=$(head -n 1 "$f" 2>/dev/null)
+		[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	done
+	sleep 0.5
+	for v in "${VMS[@]}"; do
+		set_use $v
+		[ "${vt_fail:-0}" -ne 0 ] && echo "=== VM $v"
+		( T=$T/none; e2e_cleanup )
+	done
+	[ -n "${CG:-}" ] && rmdir "$CG" 2>/dev/null
+	rm -rf "$T"
+}

@@ -9,38 +9,20 @@
 . "$(dirname "$0")/lib.sh"
 
 e2e_init four-vms
-declare -A N=([A]=120 [B]=160 [C]=200 [D]=240) BOOT=() QPID=() OUT=()
-VMS=(A B C D)
-ROOT=$T/vms RUN=$T/run
+declare -A N=([A]=120 [B]=160 [C]=200 [D]=240) QPID=() OUT=()
+e2e_set_init A B C D
 boot_wait() { e2e_wait '^vt-e2e: ready' 150 && e2e_wait 'trace-agent: waiting for the host' 60; }
-use() { VM_NAME=vt$1 VM=$ROOT/vt$1 LOG=$T/console$1.log CIN=$T/console$1.in BOOT_PID=${BOOT[$1]:-}; }
-four_cleanup() {
-	local v f pid
-	for f in "$RUN"/*.pid; do
-		pid=$(head -n 1 "$f" 2>/dev/null)
-		[ -n "$pid" ] && kill "$pid" 2>/dev/null
-	done
-	sleep 0.5
-	for v in "${VMS[@]}"; do
-		use $v
-		[ "$vt_fail" -ne 0 ] && echo "=== VM $v"
-		( T=$T/none; e2e_cleanup )
-	done
-	rm -rf "$T"
-}
-trap four_cleanup EXIT
-mkdir -p "$ROOT"
 t0=$SECONDS
 
 # Boot all four at once (2 vCPUs each), then wait for each.
 for v in "${VMS[@]}"; do
-	use $v
+	set_use $v
 	"$VT_E2E_BOOT" --dir "$VM" --log "$LOG" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN" \
 		--timeout 400 --name "$VM_NAME" &
 	BOOT[$v]=$!
 done
 for v in "${VMS[@]}"; do
-	use $v
+	set_use $v
 	check "boot $v: guest ready, agent waiting" boot_wait
 	QPID[$v]=$(pgrep -f -- "-name $VM_NAME,debug-threads=on.*$VM/" | head -n 1)
 done
@@ -66,9 +48,9 @@ check "one host recording: one perf record among the four daemons ($nperf)" test
 for v in B C D; do
 	check "vt$v names vtA's recording" test "$(sed -n 's/^host_data=//p' "${S[$v]}/session.ini")" = "${S[A]}/host.data"
 done
-for v in "${VMS[@]}"; do use $v; e2e_say "run ${N[$v]}"; done
+for v in "${VMS[@]}"; do set_use $v; e2e_say "run ${N[$v]}"; done
 for v in "${VMS[@]}"; do
-	use $v
+	set_use $v
 	check "guest $v workload (${N[$v]} lines)" e2e_wait "^vt-e2e: workload done ${N[$v]} status 0" 120
 done
 sleep 1.5 # hold-out probes after the workload
@@ -96,7 +78,7 @@ done
 check "stop merges the set into one file (exit $rc)" test $rc -eq 0
 for v in "${VMS[@]}"; do OUT[$v]=$T/all.data; done
 for v in "${VMS[@]}"; do
-	use $v
+	set_use $v
 	check "guest $v powers off cleanly" e2e_end
 	BOOT[$v]=
 done
