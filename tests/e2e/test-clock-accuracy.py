@@ -59,7 +59,7 @@ def record(g, tmp, seconds, interval, live):
     if not re.search(r"^clock: ptp, \d+ probe samples", st.stdout, re.M):
         fail(f"status does not state the clock fit:\n{st.stdout}{st.stderr}")
     ok("status states method, samples, error bound: " + re.search(r"^clock: .*$", st.stdout, re.M).group(0))
-    r = collector("stop", "--name", "vt-e2e", "--run-dir", run_dir, timeout=180)
+    r = collector("stop", "-v", "--name", "vt-e2e", "--run-dir", run_dir, timeout=180)  # -v: the merge's full summary
     g.say("end\n")
     if r.returncode != 0:
         fail(f"trace-collector stop failed ({r.returncode}):\n{r.stdout}{r.stderr}")
