@@ -587,8 +587,14 @@ static unsigned start_group_members(struct vmgroup *g, struct start_opts *vo)
 		fd[i] = -1;
 		if (i == g->leader || g->vm[i].role == VMGROUP_FAILED)
 			continue;
-		if (!lo->no_host && !lo->host_data[0])
-			snprintf(vo[i].host_data, sizeof(vo[i].host_data), "%s/host.data", g->vm[g->leader].dir);
+		if (!lo->no_host && !lo->host_data[0] &&
+		    snprintf(vo[i].host_data, sizeof(vo[i].host_data), "%s/host.data", g->vm[g->leader].dir) >=
+			    (int)sizeof(vo[i].host_data)) {
+			snprintf(g->vm[i].why, sizeof(g->vm[i].why), "the leader's session dir path is too long");
+			g->vm[i].role = VMGROUP_FAILED;
+			failed++;
+			continue;
+		}
 		snprintf(vo[i].group_leader, sizeof(vo[i].group_leader), "%s", g->vm[g->leader].dir);
 		vo[i].host_events = NULL;
 		vo[i].host_perf_argv = NULL;

@@ -260,7 +260,7 @@ int vmgroup_scan(const char *root, struct vmgroup *g)
 
 		if (name[0] != '.' && strlen(name) < sizeof(g->vm[0].name) && vmgroup_is_vm_dir(root, name)) {
 			if (g->n < VMGROUP_MAX_VMS)
-				snprintf(g->vm[g->n].name, sizeof(g->vm[0].name), "%s", name);
+				memcpy(g->vm[g->n].name, name, strlen(name) + 1); /* shorter: checked above */
 			g->n++;
 		}
 		free(list[i]);
