@@ -67,7 +67,7 @@ for b in $(seq "$boots"); do
 	BOOT[A]=
 done
 vm_use B
-bsum=$(timeout 300 "$TRACE_COLLECTOR" stop --name vtB --run-dir "$RUN" -o "$T/b.data" 2>&1)
+bsum=$(timeout 300 "$TRACE_COLLECTOR" stop -v --name vtB --run-dir "$RUN" -o "$T/b.data" 2>&1)
 check "B stops cleanly" test $? -eq 0
 grep -E '^(elapsed|pages|losses):' <<<"$bsum"
 check_out "B flooded the whole time" '^pages: [0-9]{5,} in total' echo "$bsum"
