@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-only
 """Summaries of bench/vm-bench.py results.txt files (markdown rows for bench/RESULTS.md).
-usage: summarize.py overhead|throughput|cost|tcfifo RESULTS.txt"""
+usage: summarize.py overhead|throughput|cost|tcfifo|hostcost RESULTS.txt"""
 import re
 import statistics
 import sys
@@ -152,6 +152,25 @@ def cost(lines):
 
 
 
+def hostcost(lines):
+    """bench/host-cost.sh: per start variant, medians of the host CPU split (s per session) and
+    the session's host CPU per GB spooled."""
+    keys = ["start_cpu_s", "pre_stop_daemon_cpu_s", "pre_stop_follower_cpu_s", "pre_stop_perf_cpu_s",
+            "stop_phase_cpu_s", "host_cpu_s", "stop_s"]
+    by = {}
+    for line in lines:
+        if line.startswith("host mode=agent"):
+            r = kv(line)
+            by.setdefault(r.get("variant", "''").strip("'") or "(defaults)", []).append(r)
+    print("| start options | n | start | daemon | follower | host perf | stop (CPU) | session | GB | s/GB | stop wall |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for v, rs in by.items():
+        med = {k: statistics.median(float(r.get(k, 0)) for r in rs) for k in keys + ["spooled"]}
+        gb = med["spooled"] / 1e9
+        print(f"| {v} | {len(rs)} | " + " | ".join(f"{med[k]:.2f}" for k in keys[:6]) +
+              f" | {gb:.3f} | {med['host_cpu_s'] / gb:.1f} | {med['stop_s']:.2f} s |")
+
+
 def tcfifo(lines):
     """bench/tracecmd-fifo.sh: ours vs trace-cmd's FIFO mode, medians per rate (issue 33's rows)."""
     host, rows = {}, []
@@ -205,4 +224,4 @@ def tcfifo(lines):
 
 if __name__ == "__main__":
     text = open(sys.argv[2]).read().splitlines()
-    {"overhead": overhead, "throughput": throughput, "cost": cost, "tcfifo": tcfifo}[sys.argv[1]](text)
+    {"overhead": overhead, "throughput": throughput, "cost": cost, "tcfifo": tcfifo, "hostcost": hostcost}[sys.argv[1]](text)

@@ -185,6 +185,12 @@ class Bench:
         if not self.a.host_perf:
             cmd.append("--no-host")
         cmd += shlex.split(self.a.start_args)
+        self.variant = ""
+        if self.a.start_args_cycle:
+            vs = self.a.start_args_cycle.split(";")
+            self.nstart = getattr(self, "nstart", -1) + 1
+            self.variant = vs[self.nstart % len(vs)].strip()
+            cmd += shlex.split(self.variant)
         if maxsize and maxsize != "-":
             cmd += ["--max-size", maxsize]
         if tracer and tracer != "-":
@@ -203,12 +209,40 @@ class Bench:
         self.daemon_cpu0 = proc_cpu_ns(self.daemon)
         self.daemon_run0 = proc_run_ns(self.daemon)
         self.start_s = time.monotonic() - t0
+        self.start_cpu = (cg_usage_ns(self.cg_ours) - self.cg0) / 1e9
         self.t_go = time.monotonic()
         self.rss_series = []
         self.next_rss = self.t_go
 
+    def split(self):
+        """CPU s of the daemon and each of its descendants now, by kind (follower, perf, ...),
+        over the session so far (the daemon's own from its start baseline)."""
+        kids = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    st = open(f"/proc/{d}/stat").read()
+                except OSError:
+                    continue
+                kids.setdefault(int(st.rsplit(")", 1)[1].split()[1]), []).append(int(d))
+        out = {"daemon": (proc_cpu_ns(self.daemon) - self.daemon_cpu0) / 1e9}
+        todo = list(kids.get(self.daemon, []))
+        while todo:
+            pid = todo.pop()
+            todo += kids.get(pid, [])
+            try:
+                argv = open(f"/proc/{pid}/cmdline").read().split("\0")
+            except OSError:
+                continue
+            kind = ("follower" if "--follow" in argv else
+                    "perf" if os.path.basename(argv[0]) == "perf" else os.path.basename(argv[0]) or "other")
+            out[kind] = out.get(kind, 0) + (proc_cpu_ns(pid) or 0) / 1e9
+        return out
+
     def stop_agent(self):
         cpu = proc_cpu_ns(self.daemon)
+        split = self.split()
+        cg_pre = (cg_usage_ns(self.cg_ours) - self.cg0) / 1e9
         run = proc_run_ns(self.daemon)
         rss = proc_rss_kb(self.daemon)
         dur = time.monotonic() - self.t_go
@@ -252,7 +286,10 @@ class Bench:
                     f"daemon_cpu_s={(cpu - self.daemon_cpu0) / 1e9:.3f} daemon_run_s={(run - self.daemon_run0) / 1e9:.4f} daemon_hwm_kb={rss} "
                     f"stop_s={stop_s:.3f} stop_rc={r.returncode} spooled={spooled} bytes_sent={sent} "
                     f"ring_overrun={ovr} perf_bytes_sent={psent} perf_samples={psamples} perf_lost={plost} "
-                    f"out_bytes={outsz} host_cpu_s={host_cpu:.3f} host_perf={int(self.a.host_perf)} summary={summ!r}")
+                    f"out_bytes={outsz} host_cpu_s={host_cpu:.3f} host_perf={int(self.a.host_perf)} "
+                    f"variant={self.variant!r} start_cpu_s={self.start_cpu:.3f} "
+                    f"{' '.join(f'pre_stop_{k}_cpu_s={v:.3f}' for k, v in sorted(split.items()))} "
+                    f"pre_stop_cg_cpu_s={cg_pre:.3f} stop_phase_cpu_s={host_cpu - cg_pre:.3f} summary={summ!r}")
         if r.returncode:
             self.record("host stop_output=" + repr(text[-2000:]))
         if sess:
@@ -471,6 +508,8 @@ def main():
     p.add_argument("--cpus", type=int, default=2)
     p.add_argument("--keep", action="store_true", help="keep each agent session's perf.data in OUT as agent-N.data")
     p.add_argument("--start-args", default="", help="more trace-collector start options, e.g. '--flush-interval 0'")
+    p.add_argument("--start-args-cycle", default="", help="';'-separated start options, one per session in turn "
+                   "(e.g. ';--no-live-merge;--flush-interval 0')")
     a = p.parse_args()
     if not a.out:
         a.out = tempfile.mkdtemp(prefix=f"vt-bench-{a.script}-", dir="/tmp")
