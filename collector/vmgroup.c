@@ -40,27 +40,13 @@ const char *vmgroup_leader_dir(const struct vmgroup *g)
  * directory no one else may write (docs/security.md): checked, and nothing followed. */
 static int vmgroup_ini_replace(const char *dir, const char *text, size_t len)
 {
-	char tmp[PATH_MAX + 32], path[PATH_MAX + 32], why[PATH_MAX + 96];
-	_cleanup_close_ int fd = -1;
-	int r;
+	char why[PATH_MAX + 96];
 
 	if (util_trusted_dir(dir, why, sizeof(why)) < 0) {
 		log_error("session dir %s is not safe for the root daemon to write in: %s", dir, why);
 		return -EPERM;
 	}
-	snprintf(tmp, sizeof(tmp), "%s/" VMGROUP_INI ".tmp", dir);
-	snprintf(path, sizeof(path), "%s/" VMGROUP_INI, dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	r = util_write_full(fd, text, len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
-	return r;
+	return util_replace_file(dir, VMGROUP_INI, text, len);
 }
 
 int vmgroup_write(const struct vmgroup *g)

@@ -89,6 +89,28 @@ int util_write_full(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int util_replace_file(const char *dir, const char *name, const char *text, size_t len)
+{
+	char tmp[PATH_MAX + 64], path[PATH_MAX + 64];
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
+	    snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	r = util_write_full(fd, text, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
 ssize_t util_xfer_step(ssize_t n)
 {
 	if (n > 0)

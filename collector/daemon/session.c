@@ -71,25 +71,7 @@ static void ini_str(FILE *f, const char *k, const char *v) { fprintf(f, "%s=%s\n
 
 static int ini_replace(const char *dir, const char *text, size_t len)
 {
-	char tmp[PATH_MAX + 16], path[PATH_MAX + 16];
-	_cleanup_close_ int fd = -1;
-	int r;
-
-	snprintf(tmp, sizeof(tmp), "%s/session.ini.tmp", dir);
-	snprintf(path, sizeof(path), "%s/session.ini", dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	r = util_write_full(fd, text, len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return r;
-	}
-	if (rename(tmp, path) < 0)
-		return -errno;
-	return 0;
+	return util_replace_file(dir, "session.ini", text, len);
 }
 
 /* ARGS as one line a shell takes back: each one in single quotes. */
