@@ -59,7 +59,7 @@ static void stop_out_open(struct stop_out *so, const char *dir)
 	int fd;
 
 	snprintf(so->path, sizeof(so->path), "%s/stop-summary.txt", dir);
-	fd = open(so->path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	fd = open(so->path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || !(so->file = fdopen(fd, "a"))) {
 		log_warn("%s: cannot write the full summary: %m; printing it here", so->path);
 		if (fd >= 0)
