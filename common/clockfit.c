@@ -293,6 +293,8 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 	qsort(rtts, nk, sizeof(*rtts), cmp_u64);
 	fit.median_rtt = rtts[nk / 2];
 	fit.samples_used = (uint32_t)nk;
+	for (size_t i = 0; i < nk; i++)
+		fit.fitted_until = MAX(fit.fitted_until, kept[i].host_send);
 	lim.tol = MAX((double)STEP_MIN_NS, 4.0 * (double)fit.median_rtt);
 	lim.tol = MAX(lim.tol, 2.0 * (double)fit.guest_resolution);
 	fit_segments(&fit, kept, nk, &lim);

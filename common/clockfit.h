@@ -33,6 +33,8 @@ struct clock_fit {
 	uint64_t min_rtt, median_rtt;
 	uint64_t guest_resolution; /* ns: the guest clock's step when probes shared readings, else 0 */
 	uint64_t error_bound;      /* ns: max over used samples of |fit - midpoint| + rtt/2 */
+	uint64_t fitted_until;     /* host_send of the newest sample used: a guest time after it is
+				    * extrapolated, bound only by the slower probes' wide brackets */
 	double guest_scale;        /* guest units → ns before the segments: 1 for a ns clock, ~1/GHz
 				    * for x86-tsc (measured from the samples); segments are in scaled units */
 };

@@ -197,9 +197,11 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 		 * early probes): everything waits for it. */
 		if (m->vm[0].guest.present && m->vm[0].guest.follow && !m->vm[0].guest.clock_aligned)
 			blocked = true, bound = 0;
-		/* A guest time after the newest probe would be extrapolated by the fit (on a cycle
-		 * clock, off by its rate error times the distance): nothing is written past it until
-		 * a later probe is in the fit, so every conversion is an interpolation. */
+		/* A guest time after the newest probe fitted would be extrapolated by the fit (on a
+		 * cycle clock, off by its rate error times the distance; slower probes after it
+		 * bound it only by their wide brackets): nothing is written past it until a later
+		 * probe is fitted, so every conversion is an interpolation. A head converted while
+		 * it waited is converted again by the new fit (clock_gen). */
 		if (m->vm[0].guest.present && m->vm[0].guest.follow && m->vm[0].guest.live_fit_until)
 			blocked = true, bound = MIN(bound, m->vm[0].guest.live_fit_until);
 		if (m->vm[0].guest.present && m->vm[0].guest.follow && m->vm[0].guest.perf_clock_needed && m->vm[0].guest.perf_fit_until)

@@ -276,6 +276,23 @@ static int gp_event(const struct merge_gperf *gp, const struct gperf_cpu *c, uin
 	return -1;
 }
 
+/* The head's host time by the fit clock_gen, never before the CPU's last (true: it was);
+ * again: converted before (its time outside the window counted then). */
+static bool gp_convert(struct merge_guest *g, struct gperf_cpu *c, bool again)
+{
+	bool before;
+
+	c->last_ts = c->conv_prev;
+	c->conv_gen = g->clock_gen;
+	c->head_ts = again ? merge_meta_bound_time(g, c->cpu, c->head_raw, true)
+			   : merge_meta_perf_time(g, c->cpu, c->head_raw);
+	before = c->head_ts < c->last_ts; /* an interrupt's record reserved after a later one */
+	if (before)
+		c->head_ts = c->last_ts;
+	c->last_ts = c->head_ts;
+	return before;
+}
+
 /* The record at c->off into c->rec, checked; 1 kept, 0 dropped (counted), -1 at the end. */
 static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gperf_cpu *c)
 {
@@ -337,18 +354,16 @@ static int gp_read_one(struct merge_gperf *gp, struct merge_guest *g, struct gpe
 	memcpy(&raw, c->rec + c->lay.time, 8);
 	c->head_raw = raw;
 	c->last_raw = MAX(c->last_raw, raw);
-	c->head_ts = merge_meta_perf_time(g, c->cpu, raw);
-	if (c->head_ts < c->last_ts) { /* an interrupt's record reserved after a later one */
-		c->head_ts = c->last_ts;
-		gp->reordered++;
-	}
-	c->last_ts = c->head_ts;
+	c->conv_prev = c->last_ts;
+	gp->reordered += gp_convert(g, c, false);
 	return 1;
 }
 
 bool merge_gperf_peek(struct merge_gperf *gp, struct merge_guest *g, struct gperf_cpu *c)
 {
 	c->blocked = false;
+	if (c->head_valid && c->conv_gen != g->clock_gen)
+		gp_convert(g, c, true); /* converted by an older fit: again, by the new one */
 	while (!c->head_valid && !c->done) {
 		int r = gp_read_one(gp, g, c);
 

@@ -513,9 +513,14 @@ static int event_check(struct merge_guest *g, const struct ftrace_event *ev)
 	return idx;
 }
 
-static uint64_t guest_time(struct merge_guest *g, struct guest_cpu *c, uint64_t raw)
+/* again: converted before (its time outside the window counted then) */
+static uint64_t guest_time(struct merge_guest *g, struct guest_cpu *c, uint64_t raw, bool again)
 {
-	uint64_t t = merge_meta_time(g, c->cpu, raw);
+	uint64_t t = again ? merge_meta_bound_time(g, c->cpu, raw, false) : merge_meta_time(g, c->cpu, raw);
+
+	c->conv_raw = raw;
+	c->conv_prev = c->last_ts;
+	c->conv_gen = g->clock_gen;
 
 	if (t == 0)
 		t = 1;
@@ -536,7 +541,7 @@ static bool peek_event(struct merge_guest *g, struct guest_cpu *c)
 				return false;
 			c->in_page = true;
 			if (c->pending_lost) {
-				c->lost_ts = guest_time(g, c, MAX(c->lost_ts, c->last_raw_ts));
+				c->lost_ts = guest_time(g, c, MAX(c->lost_ts, c->last_raw_ts), false);
 				return true;
 			}
 		}
@@ -555,16 +560,35 @@ static bool peek_event(struct merge_guest *g, struct guest_cpu *c)
 			continue;
 		c->last_raw_ts = ev.ts;
 		c->head = ev;
-		c->head_ts = guest_time(g, c, ev.ts);
+		c->head_ts = guest_time(g, c, ev.ts, false);
 		c->head_valid = true;
 		return true;
 	}
 }
 
+#define CONV_FIXED UINT64_MAX /* conv_gen of a time not converted from the guest's */
+
+/* The head (or the loss before it) converted by an older fit: converted again, from the
+ * CPU's time before it, as if the new fit had been there when it was read. */
+static void guest_reconvert(struct merge_guest *g, struct guest_cpu *c)
+{
+	uint64_t t;
+
+	c->last_ts = c->conv_prev;
+	t = guest_time(g, c, c->conv_raw, true);
+	if (c->pending_lost)
+		c->lost_ts = t;
+	else
+		c->head_ts = t;
+}
+
 bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c)
 {
-	if (c->head_valid || c->pending_lost)
+	if (c->head_valid || c->pending_lost) {
+		if (c->conv_gen != CONV_FIXED && c->conv_gen != g->clock_gen)
+			guest_reconvert(g, c);
 		return true;
+	}
 	if (c->fd < 0)
 		return false;
 	c->blocked = false;
@@ -592,6 +616,7 @@ bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c)
 		}
 		if (c->pending_lost) {
 			c->lost_ts = c->last_ts ? c->last_ts : 1;
+			c->conv_gen = CONV_FIXED; /* at the last time written, whatever the fit */
 			return true;
 		}
 	}

@@ -117,6 +117,10 @@ struct guest_cpu {
 	uint64_t head_ts; /* host time */
 	uint64_t pending_lost; /* missed events to report before head */
 	uint64_t lost_ts;
+	/* The head's (or the pending loss's) time as converted: from conv_raw by fit conv_gen,
+	 * with last_ts conv_prev before it. Following, a refit converts it again before it is
+	 * written: a time converted past the old fit's newest probe was extrapolated. */
+	uint64_t conv_raw, conv_prev, conv_gen;
 	bool final_lost_done;
 	uint64_t events;
 };
@@ -129,8 +133,10 @@ struct merge_guest {
 	bool follow;          /* set before merge_guest_load: the session is still tracing */
 	bool followed;        /* it was: the spools may have grown since they were opened */
 	uint64_t follow_gen;  /* following: +1 at each wait for more data (spool sizes read again) */
-	uint64_t live_fit_until; /* following: host time of the newest probe in the fit (guest times
+	uint64_t live_fit_until; /* following: host time of the newest probe fitted (guest times
 				  * later than it would be extrapolated: they wait for the next) */
+	uint64_t clock_gen;   /* +1 at each new fit (clock or perf clock): heads converted by an
+			       * older one are converted again (merge_guest_peek, merge_gperf_peek) */
 	char vm_name[64];     /* session.ini vm, may be empty */
 	char host_data[4096]; /* session.ini host_data, may be empty */
 	char missing_cpus[1280]; /* session.ini: CPUs not traced (start --allow-partial) */
@@ -164,7 +170,7 @@ struct merge_guest {
 	struct clock_map perf_clock; /* guest perf's mono → host, when the trace clock is not mono */
 	bool perf_clock_on;
 	bool perf_clock_needed;  /* guest perf beside a trace clock other than mono: its own fit */
-	uint64_t perf_fit_until; /* host time of the newest probe in the perf clock's fit */
+	uint64_t perf_fit_until; /* host time of the newest probe fitted in the perf clock's fit */
 	char perf_clock_why[160];
 	uint32_t perf_freq;
 	struct gsym_table *gsym; /* guest/kallsyms, read once (merge_gsym_load) */
@@ -354,6 +360,7 @@ struct gperf_cpu {
 	uint32_t head_ev;
 	uint64_t head_ts, last_ts;
 	uint64_t head_raw;            /* the head record's time as the guest stamped it */
+	uint64_t conv_prev, conv_gen; /* last_ts before the head's conversion, by fit clock_gen */
 	int head_rank;                /* merge_gperf_rank's answer for this head; -1 not asked yet */
 	struct gperf_layout lay;
 	uint64_t stale, skipped, bytes, samples;

@@ -165,7 +165,7 @@ def main():
         check_session_ini(session, final)
         if a.keep:
             os.makedirs(a.keep, exist_ok=True)
-            for f in ("clock.samples", "clock.holdout", "clock.ini", "session.ini"):
+            for f in ("clock.samples", "clock.holdout", "clock.ini", "session.ini", "live-merge.log"):
                 subprocess.run(["cp", f"{session}/{f}", a.keep], check=False)
             with open(f"{a.keep}/markers.txt", "w") as mf:
                 subprocess.run([PERF, "script", "-i", out, "--ns", "-F", "time,event,trace"], stdout=mf)
