@@ -56,30 +56,15 @@ struct stop_out {
 
 static void stop_out_open(struct stop_out *so, const char *dir)
 {
-	int fd;
-
 	snprintf(so->path, sizeof(so->path), "%s/stop-summary.txt", dir);
-	fd = open(so->path, O_RDWR | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || !(so->file = fdopen(fd, "a"))) {
-		log_warn("%s: cannot write the full summary: %m; printing it here", so->path);
-		if (fd >= 0)
-			close(fd);
-		so->verbose = true;
-	}
+	if (!(so->file = stop_summary_open(dir, true)))
+		so->verbose = true; /* printed here instead */
 }
 
 /* The daemon's reply: its short summary printed (-v: its full one), the full one kept. */
 static void stop_out_daemon(struct stop_out *so, const char *reply)
 {
-	const char *sep = strstr(reply, DAEMON_SUMMARY_DETAILS "\n");
-	const char *full = sep ? sep + strlen(DAEMON_SUMMARY_DETAILS) + 1 : reply;
-
-	if (so->verbose || !sep)
-		fputs(full, stdout);
-	else
-		fwrite(reply, 1, (size_t)(sep - reply), stdout);
-	if (so->file)
-		fputs(full, so->file);
+	stop_summary_reply(reply, so->verbose, stdout, so->file);
 	fflush(stdout);
 }
 

@@ -55,6 +55,12 @@ void summary_merge_brief(const char *text, FILE *out, char *hint, size_t hintlen
 /* The daemon's stop reply: the short summary, this line, then the full one (stop -v, and
  * SESSION/stop-summary.txt). */
 #define DAEMON_SUMMARY_DETAILS "--- details (trace-collector stop -v) ---"
+/* SESSION/stop-summary.txt for appending (truncated first: truncate), O_NOFOLLOW in the root
+ * session dir; NULL when it cannot be (said). */
+FILE *stop_summary_open(const char *session_dir, bool truncate);
+/* A daemon's stop reply: its short part on out (verbose, or no details: the full one), the full
+ * one into file (may be NULL). */
+void stop_summary_reply(const char *reply, bool verbose, FILE *out, FILE *file);
 /* The stop summary's stalls line for a merged file (collector/report/, cmd-report.c). */
 void report_stop_summary(const char *path, FILE *out);
 /* Whether the merge will line the guest's clock up with the host's: 1 yes, 0 no (why says why),

@@ -2,11 +2,15 @@
 /* stop's short summary: problems listed on one line each (summary_list, also the daemon's),
  * and the merge's own summary, captured at stop, said in two lines: what it merged and dropped,
  * and what it warns of. The full texts go to SESSION/stop-summary.txt and 'stop -v'. */
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collector.h"
+#include "log.h"
 #include "util.h"
 
 void summary_list_add(struct summary_list *l, const char *fmt, ...)
@@ -116,4 +120,33 @@ void summary_merge_brief(const char *text, FILE *out, char *hint, size_t hintlen
 		summary_list_str(&b.dropped));
 	if (b.warn.n)
 		fprintf(out, "warnings: %s\n", summary_list_str(&b.warn));
+}
+
+FILE *stop_summary_open(const char *session_dir, bool truncate)
+{
+	char path[PATH_MAX + 32];
+	FILE *f = NULL;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/stop-summary.txt", session_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0600);
+	if (fd < 0 || !(f = fdopen(fd, "a+"))) {
+		log_warn("%s: cannot write the full summary: %m", path);
+		if (fd >= 0)
+			close(fd);
+	}
+	return f;
+}
+
+void stop_summary_reply(const char *reply, bool verbose, FILE *out, FILE *file)
+{
+	const char *sep = strstr(reply, DAEMON_SUMMARY_DETAILS "\n");
+	const char *full = sep ? sep + strlen(DAEMON_SUMMARY_DETAILS) + 1 : reply;
+
+	if (verbose || !sep)
+		fputs(full, out);
+	else
+		fwrite(reply, 1, (size_t)(sep - reply), out);
+	if (file)
+		fputs(full, file);
 }

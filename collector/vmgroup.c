@@ -188,34 +188,31 @@ static int vmgroup_find_name(const char *run_dir, const char *name, char *leader
 	return strcmp(state, "merged") ? 1 : 0;
 }
 
+struct vmgroup_found {
+	const char *run_dir;
+	char *leader, first[PATH_MAX];
+	size_t size;
+	unsigned n;
+};
+
+static int vmgroup_found_one(const char *vm, void *ud)
+{
+	struct vmgroup_found *f = ud;
+
+	if (vmgroup_find_name(f->run_dir, vm, f->leader, f->size) != 1 || (f->n++ && strcmp(f->first, f->leader)))
+		return 1; /* a session of no group, or of another */
+	snprintf(f->first, sizeof(f->first), "%s", f->leader);
+	return 0;
+}
+
 int vmgroup_find(const char *run_dir, const char *name, char *leader, size_t size)
 {
-	char first[PATH_MAX] = "";
-	struct dirent *de;
-	unsigned n = 0;
-	DIR *d;
+	struct vmgroup_found f = { .run_dir = run_dir, .leader = leader, .size = size };
 
 	if (name)
 		return vmgroup_find_name(run_dir, name, leader, size);
 	/* No --name: the group when every running session in run_dir belongs to one. */
-	d = opendir(run_dir);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		char vm[80];
-
-		if (l <= 5 || l - 5 >= sizeof(vm) || strcmp(de->d_name + l - 5, ".sock"))
-			continue;
-		snprintf(vm, sizeof(vm), "%.*s", (int)(l - 5), de->d_name);
-		if (vmgroup_find_name(run_dir, vm, leader, size) != 1 || (n++ && strcmp(first, leader))) {
-			closedir(d);
-			return 0;
-		}
-		snprintf(first, sizeof(first), "%s", leader);
-	}
-	closedir(d);
-	return n > 0;
+	return ctlsock_each(run_dir, vmgroup_found_one, &f) == 0 && f.n > 0;
 }
 
 /* A VM dir as setup makes it: the FIFO ports, or the sock/ dir QEMU makes its sockets in. */
@@ -266,44 +263,20 @@ static void *vmgroup_call_run(void *arg)
 	return NULL;
 }
 
-/* SESSION/stop-summary.txt, as stop writes it for one VM (O_NOFOLLOW in the root session dir). */
-static FILE *vmgroup_summary_file(const char *dir, bool truncate)
-{
-	char path[PATH_MAX + 32];
-	int fd;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/stop-summary.txt", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0), 0600);
-	if (fd < 0 || !(f = fdopen(fd, "a+"))) {
-		log_warn("%s: cannot write the full summary: %m", path);
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	return f;
-}
-
 /* A stop reply: its short part printed (verbose: the full one), the full one kept in the VM's
  * stop-summary.txt; a status reply printed as it is. */
 static void vmgroup_reply(const struct vmgroup_vm *vm, const char *request, const char *reply, bool verbose, FILE *out)
 {
-	const char *sep = strstr(reply, DAEMON_SUMMARY_DETAILS "\n");
-	const char *full = sep ? sep + strlen(DAEMON_SUMMARY_DETAILS) + 1 : reply;
 	FILE *f;
 
 	if (strcmp(request, "stop")) {
 		fputs(reply, out);
 		return;
 	}
-	if (verbose || !sep)
-		fputs(full, out);
-	else
-		fwrite(reply, 1, (size_t)(sep - reply), out);
-	if ((f = vmgroup_summary_file(vm->dir, true))) {
-		fputs(full, f);
+	f = stop_summary_open(vm->dir, true);
+	stop_summary_reply(reply, verbose, out, f);
+	if (f)
 		fclose(f);
-	}
 }
 
 struct vmgroup_call *vmgroup_ask(const struct vmgroup *g, unsigned roles, const char *request)
@@ -454,7 +427,7 @@ static int vmgroup_merge(const struct vmgroup *g, const char *out, bool compress
 static int vmgroup_merge_said(const struct vmgroup *g, const char *out, bool compress, bool verbose)
 {
 	_cleanup_free_ char *text = NULL;
-	FILE *f = vmgroup_summary_file(vmgroup_leader_dir(g), false);
+	FILE *f = stop_summary_open(vmgroup_leader_dir(g), false);
 	long start;
 	int r;
 

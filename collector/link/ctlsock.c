@@ -233,25 +233,51 @@ int ctlsock_request(const char *path, const char *request, FILE *out, char *last
 }
 
 /* --name given: its socket; else the only *.sock in run_dir. */
-int ctlsock_find(const char *run_dir, const char *name, char *buf, size_t size)
+int ctlsock_each(const char *run_dir, int (*fn)(const char *vm, void *ud), void *ud)
 {
 	struct dirent *de;
-	unsigned found = 0;
-	DIR *dir;
+	int r = 0;
+	DIR *dir = opendir(run_dir);
+
+	if (!dir)
+		return -ENOENT;
+	while (r == 0 && (de = readdir(dir))) {
+		size_t l = strlen(de->d_name);
+		char vm[80];
+
+		if (l <= 5 || l - 5 >= sizeof(vm) || strcmp(de->d_name + l - 5, ".sock"))
+			continue;
+		snprintf(vm, sizeof(vm), "%.*s", (int)(l - 5), de->d_name);
+		r = fn(vm, ud);
+	}
+	closedir(dir);
+	return r;
+}
+
+struct ctlsock_found {
+	const char *run_dir;
+	char *buf;
+	size_t size;
+	unsigned n;
+};
+
+static int ctlsock_found_one(const char *vm, void *ud)
+{
+	struct ctlsock_found *f = ud;
+
+	f->n++;
+	snprintf(f->buf, f->size, "%s/%s.sock", f->run_dir, vm);
+	return 0;
+}
+
+int ctlsock_find(const char *run_dir, const char *name, char *buf, size_t size)
+{
+	struct ctlsock_found f = { .run_dir = run_dir, .buf = buf, .size = size };
+	int r;
 
 	if (name)
 		return ctlsock_path(run_dir, name, buf, size);
-	dir = opendir(run_dir);
-	if (!dir)
-		return -ENOENT;
-	while ((de = readdir(dir))) {
-		size_t l = strlen(de->d_name);
-
-		if (l > 5 && !strcmp(de->d_name + l - 5, ".sock")) {
-			found++;
-			snprintf(buf, size, "%s/%s", run_dir, de->d_name);
-		}
-	}
-	closedir(dir);
-	return found == 1 ? 0 : found == 0 ? -ENOENT : -EUCLEAN;
+	if ((r = ctlsock_each(run_dir, ctlsock_found_one, &f)) < 0)
+		return r;
+	return f.n == 1 ? 0 : f.n == 0 ? -ENOENT : -EUCLEAN;
 }
