@@ -657,6 +657,11 @@ static int feats_host(struct merge_ctx *m, struct feats *fs)
 			continue;
 		if (perf_reader_feature(m->host.r, bit, &d, &len) < 0)
 			continue; /* an unreadable optional section is left out */
+		if (!len) { /* perf still records (a live snapshot): its bit set, no section yet; perf
+			     * 6.1 stops reading the header's features at an empty one (COMPRESSED too) */
+			free(d);
+			continue;
+		}
 		feats_add(fs, bit, d, d, len);
 	}
 	return 0;
