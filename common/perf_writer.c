@@ -304,8 +304,10 @@ static int finish_file(struct perf_writer *w, const struct perf_attr_ids *attrs,
 		return -ENOMEM;
 	h.data.offset = sizeof(h);
 	h.data.size = w->pos - sizeof(h);
+	/* An empty section is left out: perf 6.1 stops reading the features at one it cannot
+	 * process, and no feature it reads is empty (a host feature perf has not written yet). */
 	for (size_t i = 0; i < n_feats; i++)
-		if (feats[i].bit != PERF_FEAT_COMPRESSED && feats[i].bit < PERF_FEAT_BITS)
+		if (feats[i].bit != PERF_FEAT_COMPRESSED && feats[i].bit < PERF_FEAT_BITS && feats[i].len)
 			f[n++] = feats[i];
 	if (w->level > 0) {
 		comp[3] = h.data.size ? (uint32_t)(w->in_bytes / h.data.size) : 0;

@@ -37,7 +37,8 @@ int perf_writer_flush(struct perf_writer *w);
 int perf_writer_raw(struct perf_writer *w, const void *data, size_t len);
 /* Appends one record (header included, size a multiple of 8). */
 int perf_writer_record(struct perf_writer *w, const void *rec);
-/* Writes features (sorted by bit here), attrs and the header; then the file is complete. */
+/* Writes features (sorted by bit here; an empty one left out), attrs and the header; then the
+ * file is complete. */
 int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs, size_t n_attrs,
 		       const struct perf_writer_feature *feats, size_t n_feats);
 /* A perf.data file at path of what w has written so far, w going on: its data copied

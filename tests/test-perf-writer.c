@@ -284,3 +284,27 @@ TEST(compressed_snapshot_after_blocks)
 	unlink(path);
 	unlink(snap);
 }
+
+/* An empty feature is left out (its bit clear): perf 6.1 stops reading the features at one it
+ * cannot process, and a HOSTNAME perf has not written yet would hide COMPRESSED. */
+TEST(empty_feature_left_out)
+{
+	char path[] = "/tmp/vt-test-pw-XXXXXX";
+	int fd = mkstemp(path);
+	static const char host[] = "\x08\0\0\0host\0\0\0";
+	struct perf_writer_feature f[2] = { { 3, NULL, 0 }, { 4, host, 12 } }; /* HOSTNAME, OSRELEASE */
+	struct perf_file_header h;
+	struct perf_writer *w;
+
+	CHECK(fd >= 0);
+	CHECK_INT(perf_writer_open(path, 1, &w), ==, 0);
+	CHECK_INT(write_some(w, 0, 100), ==, 0);
+	CHECK_INT(perf_writer_finish(w, NULL, 0, f, 2), ==, 0);
+	perf_writer_free(w);
+	CHECK_INT(pread(fd, &h, sizeof(h), 0), ==, sizeof(h));
+	close(fd);
+	unlink(path);
+	CHECK_INT(h.features[0] >> 3 & 1, ==, 0);
+	CHECK_INT(h.features[0] >> 4 & 1, ==, 1);
+	CHECK_INT(h.features[0] >> PERF_FEAT_COMPRESSED & 1, ==, 1);
+}
