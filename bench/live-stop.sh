@@ -7,7 +7,8 @@
 # markers are checked (once each, in order) in the output.
 #   bench/live-stop.sh [SECONDS [live|offline [FLOODS]]]   (as root, after scripts/test built build/)
 # FLOODS (default 2): flooding workloads in the guest (one keeps one vCPU busy at a time).
-# env START_ARGS: more start options (e.g. --guest-perf). The follower's peak RSS (VmHWM) is
+# env START_ARGS: more start options (e.g. --guest-perf, --no-compress); KEEP_OUT=PATH keeps the
+# merged output there (bench/zstd-level.sh reads it). The follower's peak RSS (VmHWM) is
 # sampled with its CPU: the live merge's memory is its reorder window, not the session.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,5 +52,6 @@ sw=$(awk -v a="$s0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 echo "$sum" | grep -E '^cpu|^perf cpu|perf:|losses|live:|output|input read|clock:'
 ok=no; e2e_markers "$T/out.data" 300 && ok=yes
 echo "RESULT mode=$mode secs=$secs floods=$floods spooled_bytes=$spooled stop_rc=$rc stop_wall_s=$sw follower_cpu_s_before_stop=$fcpu follower_peak_rss_kb=$frss markers_300_in_order=$ok out_bytes=$(stat -c %s "$T/out.data" 2>/dev/null || du -sb "$T/out.data" | cut -f1)"
+if [ -n "${KEEP_OUT:-}" ]; then rm -rf "$KEEP_OUT"; mv "$T/out.data" "$KEEP_OUT"; fi
 rm -rf "$T/out.data"
 e2e_end

@@ -20,13 +20,14 @@
 static int snapshot_run(int argc, char **argv);
 const struct cmd_entry cmd_snapshot = {
 	.name = "snapshot", .summary = "write a perf.data of what a running session holds now",
-	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z]\n"
+	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z | --no-compress]\n"
 		 "Asks the agent to flush (what the guest traced until now reaches the host), then\n"
 		 "writes OUT (default ./VM.snapshot-N.data) while tracing goes on. With the live merge\n"
 		 "(the default) it is cut from the live output at the request: guest and host events,\n"
-		 "uncompressed. Otherwise the spools are merged (with --flight-recorder: the newest\n"
-		 "window, and the host perf's ring; -z: zstd); without --flight-recorder the host\n"
-		 "recording is then written at stop only, so such a snapshot holds the guest's events.\n",
+		 "compressed as the session's output (zstd unless start --no-compress). Otherwise the\n"
+		 "spools are merged (with --flight-recorder: the newest window, and the host perf's ring;\n"
+		 "zstd unless --no-compress or start's); without --flight-recorder the host recording\n"
+		 "is then written at stop only, so such a snapshot holds the guest's events.\n",
 	.run = snapshot_run,
 };
 
@@ -66,10 +67,15 @@ static int copy_tree(const char *src, const char *dst)
 }
 
 /* The live merge wrote the snapshot (host events included) into the session dir: moved to OUT. */
-static int snapshot_live(const char *path, const char *name, const char *out)
+static int snapshot_live(const char *path, const char *name, const char *out, int compress)
 {
-	char dst[PATH_MAX + 64];
+	char dst[PATH_MAX + 64], sdir[PATH_MAX];
 	int r = 0;
+
+	snprintf(sdir, sizeof(sdir), "%.*s", (int)(strrchr(path, '/') - path), path);
+	if (compress >= 0 && (merge_zstd_level(sdir, compress) > 0) != (merge_zstd_level(sdir, -1) > 0))
+		log_warn("the snapshot is cut from the live merge, which writes %s (start's choice): %s does not apply",
+			 merge_zstd_level(sdir, -1) ? "zstd" : "plain perf.data", compress ? "-z" : "--no-compress");
 
 	if (out)
 		snprintf(dst, sizeof(dst), "%s", out);
@@ -96,7 +102,7 @@ static int snapshot_run(int argc, char **argv)
 	_cleanup_free_ char *reply = NULL;
 	char sock[PATH_MAX], dir[PATH_MAX], host[PATH_MAX + 16], hostwhy[256], path[PATH_MAX + 64];
 	struct merge_options mo = { 0 };
-	bool compress = false;
+	int compress = -1;
 	int r = status_parse(argc, argv, &cmd_snapshot, &name, &run_dir, &out, &compress);
 
 	if (r)
@@ -117,14 +123,14 @@ static int snapshot_run(int argc, char **argv)
 	}
 	snapshot_dir_reply(reply, "snapshot-file: ", dir, sizeof(dir));
 	if (dir[0])
-		return snapshot_live(dir, name, out);
+		return snapshot_live(dir, name, out, compress);
 	snapshot_dir_reply(reply, "snapshot: ", dir, sizeof(dir));
 	snapshot_dir_reply(reply, "host: ", hostwhy, sizeof(hostwhy));
 	if (!dir[0]) {
 		log_error("%s", reply && !strncmp(reply, "error: ", 7) ? reply + 7 : "the daemon's reply names no snapshot dir");
 		return 1;
 	}
-	mo = (struct merge_options){ .session_dir = dir, .zstd_level = compress ? 3 : 0, .snapshot = true };
+	mo = (struct merge_options){ .session_dir = dir, .zstd_level = merge_zstd_level(dir, compress), .snapshot = true };
 	if (!strcmp(hostwhy, "dump")) {
 		r = snapshot_dir_host_dump(dir, host, sizeof(host));
 		if (r < 0)

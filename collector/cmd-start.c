@@ -29,7 +29,7 @@
 	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
 	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
 	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--min-free SIZE]\n"                       \
-	"       [--flight-recorder SIZE | --no-live-merge]\n"                                          \
+	"       [--flight-recorder SIZE | --no-live-merge] [--no-compress]\n"                         \
 	"       [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
 	"       [--flush-interval SEC] [--agent-events] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]\n"  \
@@ -56,6 +56,8 @@
 	"  --no-live-merge  merge at stop, not while tracing: by default a 'merge --follow' beside the\n" \
 	"                   daemon merges as the session goes (not with --flight-recorder), so stop\n" \
 	"                   hands out the file in about a second at any size (--live-merge: insist)\n" \
+	"  --no-compress    write the output (and snapshots) as plain perf.data: by default it is\n"  \
+	"                   zstd-compressed as 'perf record -z' writes it, which perf reads as it is\n" \
 	"  -o -             live view: the live merge as pipe-mode perf.data on stdout while tracing\n" \
 	"                   (pipe it into perf script); start stays in the foreground until stop\n" \
 	"  --timeout SEC    how long to wait for each answer of the agent (default 10; START: while\n"   \
@@ -247,6 +249,7 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'W': return util_parse_size(optarg, &o->flight_recorder) < 0 || o->flight_recorder < (4u << 20) ? -EINVAL : 0;
 	case 'L': o->live_merge = o->live_explicit = true; return 0;
 	case 'M': o->no_live_merge = true; return 0;
+	case 'y': o->zstd_level = 0; return 0;
 	case 'b': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->buffer_kb = (uint32_t)v; return 0;
 	case 'q': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->qemu_pid = (pid_t)v; return 0;
 	case 't': if (util_parse_u64(optarg, 3600, &v) < 0 || !v) return -EINVAL; o->timeout_s = (unsigned)v; return 0;
@@ -287,7 +290,8 @@ static int start_options(int argc, char **argv, struct start_opts *o, const char
 		{ "guest-perf-kb", 1, 0, 'k' }, { "no-guest-binaries", 0, 0, 'x' },
 		{ "trust-guest-binaries", 0, 0, 'X' },
 		{ "agent-events", 0, 0, 'S' }, { "flight-recorder", 1, 0, 'W' }, { "live-merge", 0, 0, 'L' },
-		{ "no-live-merge", 0, 0, 'M' }, { "all", 0, 0, 'a' }, { "vm-root", 1, 0, 'V' }, { "help", 0, 0, 'h' }, {},
+		{ "no-live-merge", 0, 0, 'M' }, { "no-compress", 0, 0, 'y' }, { "all", 0, 0, 'a' }, { "vm-root", 1, 0, 'V' },
+		{ "help", 0, 0, 'h' }, {},
 	};
 	int c, r, li;
 
@@ -387,7 +391,7 @@ static int start_parse(int argc, char **argv, struct start_opts *o)
 	int r;
 
 	*o = (struct start_opts){ .events = "sched,irq,timer", .tracer = "nop", .ftrace_filter = "",
-				   .clock = "auto", .trace_clock = "auto", .timeout_s = 10,
+				   .clock = "auto", .trace_clock = "auto", .timeout_s = 10, .zstd_level = MERGE_ZSTD_LEVEL,
 				   .probe_interval_ms = 3000, .kvm_debugfs = "/sys/kernel/debug", .flush_ms = 1000,
 				   .perf = { .freq = VT_PERF_DEFAULT_FREQ, .ring_kb = VT_PERF_DEFAULT_RING_KB } };
 	if ((r = start_options(argc, argv, o, &dir, &run)) != 0 || (r = start_perf_args(argc, argv, o)) < 0 ||

@@ -89,11 +89,11 @@ int status_socket(const char *run_dir, const char *name, char *buf, size_t size)
 }
 
 int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
-		 const char **run_dir, const char **out, bool *compress)
+		 const char **run_dir, const char **out, int *compress)
 {
 	static const struct option lopts[] = {
 		{ "name", 1, 0, 'n' }, { "run-dir", 1, 0, 'R' }, { "output", 1, 0, 'o' },
-		{ "compress", 0, 0, 'z' }, { "zstd", 0, 0, 'z' }, { "watch", 2, 0, 'w' }, { "help", 0, 0, 'h' }, {},
+		{ "compress", 0, 0, 'z' }, { "zstd", 0, 0, 'z' }, { "no-compress", 0, 0, 'Z' }, { "watch", 2, 0, 'w' }, { "help", 0, 0, 'h' }, {},
 	};
 	int c;
 
@@ -105,8 +105,8 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 			*run_dir = optarg;
 		else if (c == 'o' && out)
 			*out = optarg;
-		else if (c == 'z' && compress)
-			*compress = true;
+		else if ((c == 'z' || c == 'Z') && compress)
+			*compress = c == 'z';
 		else if (c == 'w' && !out) {
 			char *end = NULL;
 

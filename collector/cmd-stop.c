@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -11,6 +12,7 @@
 #include "disk.h"
 #include "gbin.h"
 #include "log.h"
+#include "perf_reader.h"
 #include "session.h"
 #include "util.h"
 #include "vmgroup.h"
@@ -34,12 +36,14 @@ static void stop_clock_first(const char *reply)
 static int stop_run(int argc, char **argv);
 const struct cmd_entry cmd_stop = {
 	.name = "stop", .summary = "stop the session and write the merged perf.data",
-	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z] [-v]\n"
+	.usage = "[--name VM] [--run-dir R] [-o OUT] [-z | --no-compress] [-v]\n"
 		 "Stops the guest agent (waiting up to 10 s for every CPU's end marker) and host perf\n"
 		 "record, finalizes the session dir, merges it into OUT (default: start's -o, else\n"
-		 "./VM.data; -z compresses with zstd) and prints a short summary: what was lost, cut or\n"
-		 "missing and why, each kind on one line. The full one (per CPU, per event type) goes to\n"
-		 "SESSION/stop-summary.txt; -v (--verbose) prints it instead.\n"
+		 "./VM.data; zstd-compressed as perf record -z writes it, unless start's --no-compress;\n"
+		 "-z or --no-compress here override, merging again when the live merge wrote the other\n"
+		 "kind) and prints a short summary: what was lost, cut or missing and why, each kind on\n"
+		 "one line. The full one (per CPU, per event type) goes to SESSION/stop-summary.txt; -v\n"
+		 "(--verbose) prints it instead.\n"
 		 "A VM started with others (start --name A --name B ...): the whole set stops, the VM\n"
 		 "recording the host last, into one OUT (default: start's -o, else ./A-group.data).\n",
 	.run = stop_run,
@@ -163,7 +167,7 @@ static void stop_last_session(const char *run_dir, const char *name)
 /* --live-merge: the follower's file, merged while tracing (daemon-live.c), becomes OUT (an
  * existing OUT is kept as OUT.old, as the merge does); 0 or 3 (clock unaligned, said) when it
  * did, -1 when stop has to merge. */
-static int stop_take_live(const char *dir, const char *out, bool compress)
+static int stop_take_live(const char *dir, const char *out, int compress)
 {
 	char state[32] = "", live[PATH_MAX + 16], log[PATH_MAX + 32], old[PATH_MAX + 8];
 	_cleanup_free_ char *text = NULL;
@@ -171,8 +175,9 @@ static int stop_take_live(const char *dir, const char *out, bool compress)
 
 	if (session_ini_get(dir, "live_merge", state, sizeof(state)) < 0 || strncmp(state, "done", 4))
 		return -1;
-	if (compress) {
-		log_info("the live merge wrote no zstd: merging %s again with -z", dir);
+	if ((merge_zstd_level(dir, compress) > 0) != (merge_zstd_level(dir, -1) > 0)) {
+		log_info("the live merge wrote %s: merging %s again %s", merge_zstd_level(dir, -1) ? "zstd" : "no zstd",
+			 dir, compress ? "with -z" : "uncompressed");
 		return -1;
 	}
 	snprintf(live, sizeof(live), "%s/live.data", dir);
@@ -228,25 +233,53 @@ static uint64_t stop_budget(const char *dir, const char *out, char *why, size_t 
 	return budget;
 }
 
+/* The bytes of records in the perf.data at path of size bytes: times HEADER_COMPRESSED's
+ * ratio when it is compressed (the report pass reads them all). */
+static uint64_t stop_records_size(const char *path, uint64_t size)
+{
+	struct perf_reader *r;
+	uint8_t *c = NULL;
+	uint32_t comp[5];
+	size_t len = 0;
+	char err[256];
+
+	if (perf_reader_open(path, &r, err, sizeof(err)) < 0)
+		return size;
+	if (perf_reader_feature(r, PERF_FEAT_COMPRESSED, &c, &len) == 0 && len >= sizeof(comp)) {
+		memcpy(comp, c, sizeof(comp));
+		size *= comp[3] ? comp[3] : 1;
+	}
+	free(c);
+	perf_reader_free(r);
+	return size;
+}
+
 /* The stalls line (trace-collector report): one pass over OUT, skipped when it holds no host
- * recording (nothing to follow) or is over 2 GB (the pass would take a while: run report). */
+ * recording (nothing to follow) or over 2 GB of records (the pass would take a while: run
+ * report). */
 static void stop_stalls(struct stop_out *so, const char *dir, const char *out)
 {
 	char data[PATH_MAX + 8], host[16] = "";
 	_cleanup_free_ char *text = NULL;
+	uint64_t records;
 	size_t len = 0;
 	struct stat st;
 	FILE *f;
 
 	snprintf(data, sizeof(data), "%s/data", out);
-	if (stat(data, &st) < 0 && stat(out, &st) < 0)
+	if (stat(data, &st) == 0)
+		records = stop_records_size(data, (uint64_t)st.st_size);
+	else if (stat(out, &st) == 0)
+		records = stop_records_size(out, (uint64_t)st.st_size);
+	else
 		return;
 	if (!(f = open_memstream(&text, &len)))
 		return;
 	if (session_ini_get(dir, "opt_host", host, sizeof(host)) == 0 && !strcmp(host, "none"))
 		fprintf(f, "stalls:  not known (no host recording: --no-host)\n");
-	else if (st.st_size > (2ll << 30))
-		fprintf(f, "stalls:  not counted here (%.1f GB: run 'trace-collector report %s')\n", (double)st.st_size / 1e9, out);
+	else if (records > (2ull << 30))
+		fprintf(f, "stalls:  not counted here (%.1f GB of records: run 'trace-collector report %s')\n",
+			(double)records / 1e9, out);
 	else
 		report_stop_summary(out, f);
 	if (fclose(f) == 0 && text)
@@ -274,7 +307,7 @@ static void stop_output_line(struct stop_out *so, const char *out)
 		printf("details: %s (per CPU and per event type; 'trace-collector stop -v' prints them)\n", so->path);
 }
 
-static int stop_merge(struct stop_out *so, const char *dir, const char *out, bool compress)
+static int stop_merge(struct stop_out *so, const char *dir, const char *out, int compress)
 {
 	char why[PATH_MAX + 256] = "";
 	off_t start = 0;
@@ -325,7 +358,8 @@ static int stop_run(int argc, char **argv)
 	_cleanup_free_ char *reply = NULL;
 	struct stop_out so = { 0 };
 	char sock[PATH_MAX], dir[PATH_MAX] = "", path[PATH_MAX], *p;
-	bool compress = false, verbose = false;
+	int compress = -1;
+	bool verbose = false;
 	int r;
 
 	argc = stop_take_verbose(argc, argv, &verbose);

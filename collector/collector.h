@@ -32,11 +32,18 @@ extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cm
 #define COLLECTOR_RUN_DIR "/run/virtio-trace"
 #define COLLECTOR_MAX_CPUS 256
 
-/* Merges SESSION_DIR into OUT (zstd when compress); human summary lines go to summary.
- * Returns 0 or -errno (the merge prints its summary on stdout). */
+/* The output's zstd level unless --no-compress (bench/RESULTS.md: the level that keeps up with
+ * a flood on one host core). */
+#define MERGE_ZSTD_LEVEL 1
+/* The zstd level of a merge of SESSION_DIR: compress 0 (--no-compress) raw, 1 (-z) the default
+ * level, -1 (neither) the session's choice (session.ini opt_compress, written by start; a
+ * session without it: the default level). */
+int merge_zstd_level(const char *session_dir, int compress);
+/* Merges SESSION_DIR into OUT (zstd level: merge_zstd_level(compress)); human summary lines go
+ * to summary. Returns 0 or -errno (the merge prints its summary on stdout). */
 /* 0, 1 when written with the guest clock unaligned, or -errno; -EFBIG when the output would
  * take more than max_bytes (0: no limit), nothing written then. */
-int merge_session(const char *session_dir, const char *out, bool compress, uint64_t max_bytes, FILE *summary);
+int merge_session(const char *session_dir, const char *out, int compress, uint64_t max_bytes, FILE *summary);
 /* stop-summary.c: stop's short summary. A list of problems on one line: the first
  * SUMMARY_LIST_SHOWN items, then "and N more" (the full list is in the details). */
 #define SUMMARY_LIST_SHOWN 6
@@ -100,6 +107,8 @@ struct start_opts {
 				       * --no-live-merge, --flight-recorder or --host-data */
 	bool live_explicit;           /* --live-merge (or -o -) given: refused where it cannot run */
 	bool no_live_merge;           /* --no-live-merge: stop merges (offline merge) */
+	int zstd_level;               /* the output's zstd level (MERGE_ZSTD_LEVEL; --no-compress: 0),
+				       * session.ini opt_compress for the merges */
 	bool live_stdout;             /* -o -: the live merge as pipe-mode perf.data on stdout */
 	pid_t qemu_pid;
 	bool no_host;
@@ -126,9 +135,10 @@ struct start_opts {
 int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
 /* One request to the daemon at sock, its reply in *ret_reply (free it; NULL when none came). */
 int status_request(const char *sock, const char *request, char **ret_reply);
-/* The options of status, snapshot and stop (out and compress NULL for status). */
+/* The options of status, snapshot and stop (out and compress NULL for status); *compress: 1 for
+ * -z, 0 for --no-compress, untouched otherwise (merge_zstd_level). */
 int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char **name,
-		 const char **run_dir, const char **out, bool *compress);
+		 const char **run_dir, const char **out, int *compress);
 
 /* snapshot-dir.c: a snapshot dir, for one VM's snapshot (cmd-snapshot.c) and a set's. */
 #define SNAPSHOT_DUMP_WAIT_MS 15000

@@ -138,12 +138,12 @@ static unsigned vmgroup_snap_dirs(const struct vmgroup *g, const struct vmgroup_
 	return n;
 }
 
-static int vmgroup_snap_merge(const struct vmgroup *g, struct vmgroup_snap *s, const char *path, bool compress)
+static int vmgroup_snap_merge(const struct vmgroup *g, struct vmgroup_snap *s, const char *path, int compress)
 {
 	const char *dirs[VMGROUP_MAX_VMS];
 	char host[PATH_MAX + 16];
 	unsigned n = vmgroup_snap_dirs(g, s, dirs);
-	struct merge_options mo = { .session_dir = dirs[0], .output = path, .zstd_level = compress ? 3 : 0,
+	struct merge_options mo = { .session_dir = dirs[0], .output = path, .zstd_level = merge_zstd_level(dirs[0], compress),
 				    .snapshot = true, .guest_dirs = dirs + 1, .n_guest_dirs = n - 1 };
 
 	mo.host_data = vmgroup_snap_host(g, s, host, sizeof(host));
@@ -179,7 +179,7 @@ static void vmgroup_snap_said(const struct vmgroup *g, const struct vmgroup_snap
 		printf("snapshot: %s (tracing goes on; every VM of the set)\n", path);
 }
 
-int vmgroup_snapshot(const char *leader_dir, const char *out, bool compress)
+int vmgroup_snapshot(const char *leader_dir, const char *out, int compress)
 {
 	_cleanup_free_ struct vmgroup *g = vmgroup_open(leader_dir);
 	_cleanup_free_ struct vmgroup_snap *s = NULL;

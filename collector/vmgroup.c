@@ -378,9 +378,10 @@ void vmgroup_stop_daemons(const struct vmgroup *g, bool verbose, FILE *out)
 	vmgroup_call(g, VMGROUP_LEADER, "stop", verbose, out);
 }
 
-/* trace-collector merge LEADER --guest DIR ... -o OUT [-z], in a child whose stdout is
- * summary (when not NULL): its exit status. */
-static int vmgroup_merge(const struct vmgroup *g, const char *out, bool compress, FILE *summary)
+/* trace-collector merge LEADER --guest DIR ... -o OUT [-z | --no-compress] (compress 1 or 0; -1:
+ * neither, the leader's session.ini says), in a child whose stdout is summary (when not NULL):
+ * its exit status. */
+static int vmgroup_merge(const struct vmgroup *g, const char *out, int compress, FILE *summary)
 {
 	const char *argv[2 * VMGROUP_MAX_VMS + 8];
 	char self[PATH_MAX];
@@ -403,8 +404,8 @@ static int vmgroup_merge(const struct vmgroup *g, const char *out, bool compress
 	}
 	argv[n++] = "-o";
 	argv[n++] = out;
-	if (compress)
-		argv[n++] = "-z";
+	if (compress >= 0)
+		argv[n++] = compress ? "-z" : "--no-compress";
 	argv[n] = NULL;
 	fflush(stdout);
 	fflush(stderr);
@@ -424,7 +425,7 @@ static int vmgroup_merge(const struct vmgroup *g, const char *out, bool compress
 
 /* The merge, its summary kept after the leader's stop summary and printed in two lines
  * (verbose: whole), as stop does for one VM. */
-static int vmgroup_merge_said(const struct vmgroup *g, const char *out, bool compress, bool verbose)
+static int vmgroup_merge_said(const struct vmgroup *g, const char *out, int compress, bool verbose)
 {
 	_cleanup_free_ char *text = NULL;
 	FILE *f = stop_summary_open(vmgroup_leader_dir(g), false);
@@ -462,7 +463,7 @@ static void vmgroup_merge_hint(const struct vmgroup *g, const char *out)
 	fprintf(stderr, " -o %s\n", out);
 }
 
-int vmgroup_stop(const char *leader_dir, const char *opt_out, bool compress, bool verbose)
+int vmgroup_stop(const char *leader_dir, const char *opt_out, int compress, bool verbose)
 {
 	_cleanup_free_ struct vmgroup *g = vmgroup_open(leader_dir);
 	char out[PATH_MAX], data[PATH_MAX + 8];

@@ -56,7 +56,7 @@ void vmgroup_stop_daemons(const struct vmgroup *g, bool verbose, FILE *out);
 /* Stops the set and merges it into OUT (NULL: start's -o, else ./LEADER-group.data), printing
  * each VM's short summary and the merge's (verbose: the full ones; both kept in each
  * SESSION/stop-summary.txt): the exit status. */
-int vmgroup_stop(const char *leader_dir, const char *out, bool compress, bool verbose);
+int vmgroup_stop(const char *leader_dir, const char *out, int compress, bool verbose);
 /* vmgroup-snapshot.c: a snapshot of every VM at once, merged into OUT (NULL: the default name
  * ./LEADER-group.snapshot-N.data): the exit status. */
-int vmgroup_snapshot(const char *leader_dir, const char *out, bool compress);
+int vmgroup_snapshot(const char *leader_dir, const char *out, int compress);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "util.h"
 
@@ -361,7 +362,8 @@ static int expand(struct perf_reader *r, const uint8_t *z, size_t zlen)
 {
 	ZSTD_inBuffer in = { z, zlen, 0 };
 
-	if (!r->zs && (!(r->zs = ZSTD_createDStream()) || ZSTD_isError(ZSTD_initDStream(r->zs))))
+	if (!r->zs && (!(r->zs = ZSTD_createDStream()) || ZSTD_isError(ZSTD_initDStream(r->zs)) ||
+		       ZSTD_isError(ZSTD_DCtx_setParameter(r->zs, ZSTD_d_windowLogMax, PERF_READER_MAX_WINDOW_LOG))))
 		return -ENOMEM;
 	if (r->dbuf)
 		memmove(r->dbuf, r->dbuf + r->dpos, r->dlen - r->dpos);
@@ -384,6 +386,10 @@ static int expand(struct perf_reader *r, const uint8_t *z, size_t zlen)
 		}
 		out = (ZSTD_outBuffer){ r->dbuf + r->dlen, r->dcap - r->dlen, 0 };
 		q = ZSTD_decompressStream(r->zs, &out, &in);
+		if (ZSTD_getErrorCode(q) == ZSTD_error_frameParameter_windowTooLarge)
+			return rfail(r, "compressed data needs a zstd window over %u MiB (perf record -z above level 19?): "
+				     "write it uncompressed with 'perf inject -i FILE -o PLAIN' first",
+				     (1u << PERF_READER_MAX_WINDOW_LOG) >> 20);
 		if (ZSTD_isError(q))
 			return rfail(r, "compressed data is damaged: %s", ZSTD_getErrorName(q));
 		r->dlen += out.pos;

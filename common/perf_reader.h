@@ -12,7 +12,12 @@
 #define PERF_READER_MAX_ATTRS 4096
 #define PERF_READER_MAX_IDS (1u << 20)
 #define PERF_READER_MAX_FEATURE (256u << 20)
+/* PERF_RECORD_COMPRESSED (a guest-made or damaged file may hold a zstd bomb): the expanded
+ * bytes not yet read as records stay under PERF_READER_MAX_EXPAND, and a frame may ask for a
+ * window of 1 << PERF_READER_MAX_WINDOW_LOG at most (perf record -z up to level 19 and our
+ * writer need ≤ 8 MiB); so decompression holds ≤ 32 MiB plus zstd's own ~200 KiB. */
 #define PERF_READER_MAX_EXPAND (16u << 20)
+#define PERF_READER_MAX_WINDOW_LOG 24
 
 struct perf_reader;
 

@@ -21,6 +21,7 @@ struct perf_writer {
 	int dfd;          /* the same file with O_DIRECT, or -1 */
 	bool pipe;        /* pipe mode: a stream, written in order, no header at the end */
 	uint64_t flushed; /* file offset of buf[0] */
+	size_t shown;     /* a file: buf's bytes already written by perf_writer_flush */
 	uint64_t limit;   /* the file's size may not pass it (0: no limit) */
 	char *path;
 	bool finished;
@@ -70,6 +71,7 @@ static int out_flush(struct perf_writer *w)
 
 	w->flushed += w->blen;
 	w->blen = 0;
+	w->shown = 0;
 	return r;
 }
 
@@ -162,7 +164,16 @@ int perf_writer_flush(struct perf_writer *w)
 {
 	int r = w->cs ? zin_flush(w) : 0;
 
-	return r < 0 ? r : out_flush(w);
+	if (r < 0 || w->pipe)
+		return r < 0 ? r : out_flush(w);
+	if (w->blen == w->shown)
+		return 0;
+	if (w->limit && w->flushed + w->blen > w->limit)
+		return -EFBIG;
+	/* The partial block through the buffered fd, kept: it goes out whole (O_DIRECT) later. */
+	if ((r = out_pwrite(w->fd, w->buf, w->blen, w->flushed)) == 0)
+		w->shown = w->blen;
+	return r;
 }
 
 int perf_writer_raw(struct perf_writer *w, const void *data, size_t len)
@@ -277,7 +288,8 @@ static int write_attrs(struct perf_writer *w, const struct perf_attr_ids *a, siz
 	return r;
 }
 
-/* The header's sections after the data written so far, then the header itself at offset 0. */
+/* The header's sections after the data written so far, then the header itself at offset 0;
+ * HEADER_COMPRESSED {version 0, type 1 = zstd, level, ratio, mmap_len} when compressing. */
 static int finish_file(struct perf_writer *w, const struct perf_attr_ids *attrs, size_t n_attrs,
 		       const struct perf_writer_feature *feats, size_t n_feats)
 {
@@ -292,10 +304,12 @@ static int finish_file(struct perf_writer *w, const struct perf_attr_ids *attrs,
 		return -ENOMEM;
 	h.data.offset = sizeof(h);
 	h.data.size = w->pos - sizeof(h);
+	/* An empty section is left out: perf 6.1 stops reading the features at one it cannot
+	 * process, and no feature it reads is empty (a host feature perf has not written yet). */
 	for (size_t i = 0; i < n_feats; i++)
-		if (feats[i].bit != PERF_FEAT_COMPRESSED && feats[i].bit < PERF_FEAT_BITS)
+		if (feats[i].bit != PERF_FEAT_COMPRESSED && feats[i].bit < PERF_FEAT_BITS && feats[i].len)
 			f[n++] = feats[i];
-	if (w->cs) {
+	if (w->level > 0) {
 		comp[3] = h.data.size ? (uint32_t)(w->in_bytes / h.data.size) : 0;
 		f[n++] = (struct perf_writer_feature){ PERF_FEAT_COMPRESSED, comp, sizeof(comp) };
 	}
@@ -324,15 +338,20 @@ int perf_writer_finish(struct perf_writer *w, const struct perf_attr_ids *attrs,
 	return r;
 }
 
-int perf_writer_snapshot(const struct perf_writer *w, const char *path, const struct perf_attr_ids *attrs,
+int perf_writer_snapshot(struct perf_writer *w, const char *path, const struct perf_attr_ids *attrs,
 			 size_t n_attrs, const struct perf_writer_feature *feats, size_t n_feats)
 {
-	struct perf_writer s = { .fd = -1, .dfd = -1, .flushed = w->flushed, .pos = w->pos, .blen = w->blen };
+	struct perf_writer s = { .fd = -1, .dfd = -1, .level = w->level, .in_bytes = w->in_bytes };
 	_cleanup_close_ int in = -1;
 	int r;
 
-	if (w->pipe || w->cs || !w->path)
+	if (w->pipe || !w->path)
 		return -EOPNOTSUPP;
+	/* The zstd stream flushed: what is written so far decompresses by itself, and the stream
+	 * goes on from there (a flush ends a block, not the frame). */
+	if (w->cs && (r = zin_flush(w)) < 0)
+		return r;
+	s.flushed = w->flushed, s.pos = w->pos, s.blen = w->blen;
 	in = open(w->path, O_RDONLY | O_CLOEXEC);
 	s.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	s.buf = malloc(OUT_BUF);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* perf_writer → perf_reader round trips (plain and zstd), and the reader's checks. */
+/* perf_writer → perf_reader round trips (plain and zstd), and the reader's checks (zstd bombs). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "harness.h"
 #include "perf_reader.h"
@@ -135,3 +136,67 @@ TEST(truncated_record)
 	perf_reader_free(r);
 	unlink(path);
 }
+
+/* A file whose one PERF_RECORD_COMPRESSED holds the zstd frame made by make_frame. */
+static int write_frame_file(const char *path, const uint8_t *z, size_t zlen)
+{
+	struct perf_writer *w;
+	uint8_t rec[65536];
+	struct perf_event_header h = { .type = PERF_REC_COMPRESSED, .size = (uint16_t)(8 + zlen) };
+	int r = perf_writer_open(path, 0, &w);
+
+	if (r < 0)
+		return r;
+	memcpy(rec, &h, 8);
+	memcpy(rec + 8, z, zlen);
+	r = perf_writer_record(w, rec); /* a user type: written as it is */
+	if (r >= 0)
+		r = perf_writer_finish(w, NULL, 0, NULL, 0);
+	perf_writer_free(w);
+	return r;
+}
+
+/* n MiB of zeros as one zstd frame (window_log 0: zstd's choice); its size back, 0 on error. */
+static size_t make_frame(uint8_t *out, size_t cap, unsigned mib, int window_log)
+{
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	static uint8_t zeros[1 << 20];
+	ZSTD_outBuffer o = { out, cap, 0 };
+	size_t q = 0;
+
+	ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 1);
+	if (window_log)
+		ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, window_log);
+	for (unsigned i = 0; i < mib && !ZSTD_isError(q); i++) {
+		ZSTD_inBuffer in = { zeros, sizeof(zeros), 0 };
+
+		q = ZSTD_compressStream2(c, &o, &in, i + 1 == mib ? ZSTD_e_end : ZSTD_e_continue);
+	}
+	ZSTD_freeCCtx(c);
+	return ZSTD_isError(q) || q ? 0 : o.pos;
+}
+
+/* A frame that expands past PERF_READER_MAX_EXPAND, or asks for a window past
+ * PERF_READER_MAX_WINDOW_LOG: a clear error, not the memory. */
+static void bomb(unsigned mib, int window_log, const char *want)
+{
+	char path[] = "/tmp/vt-test-perf-XXXXXX", err[256];
+	int fd = mkstemp(path);
+	static uint8_t z[60000];
+	size_t zlen = make_frame(z, sizeof(z), mib, window_log);
+	const struct perf_event_header *e;
+	struct perf_reader *r;
+
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(zlen > 0);
+	CHECK_INT(write_frame_file(path, z, zlen), ==, 0);
+	CHECK_INT(perf_reader_open(path, &r, err, sizeof(err)), ==, 0);
+	unlink(path);
+	CHECK_INT(perf_reader_next(r, &e), ==, -EBADMSG);
+	CHECK(strstr(perf_reader_error(r), want) != NULL);
+	perf_reader_free(r);
+}
+
+TEST(zstd_bomb_expansion) { bomb(64, 0, "expands past"); }
+TEST(zstd_bomb_window) { bomb(2, 30, "window over 16 MiB"); }

@@ -165,14 +165,15 @@ static int follow_wait(struct merge_ctx *m, struct follow *f, int timeout_ms)
 	return 0;
 }
 
-/* Pipe mode, before waiting: a round marker after what was written (perf script shows a round
- * once it ends) and the buffer out. */
-static int pipe_round(struct merge_ctx *m)
+/* Before waiting: what was merged goes out (perf_writer_flush: a file shows it, compressed or
+ * not, and the disk budget counts it); in pipe mode after a round marker (perf script shows a
+ * round once it ends). */
+static int follow_flush(struct merge_ctx *m)
 {
 	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
 	int r = 0;
 
-	if (m->since_round) {
+	if (m->pipe && m->since_round) {
 		m->since_round = 0;
 		r = perf_writer_record(m->w, &round);
 	}
@@ -244,7 +245,7 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 			r = best->kind->emit(m, best);
 		} else if (!q && !best && !blocked) {
 			return 0;
-		} else if (m->pipe && (r = pipe_round(m)) < 0) {
+		} else if ((r = follow_flush(m)) < 0) {
 			return r;
 		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended && m->vm[0].guest.present &&
 			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns && samples_grew(f)) {

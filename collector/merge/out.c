@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "perf_reader.h"
+#include "perf_topology.h"
 #include "perf_writer.h"
 #include "util.h"
 
@@ -646,7 +647,31 @@ static bool guest_has_build_id(const struct merge_ctx *m)
 	return false;
 }
 
-static int feats_host(struct merge_ctx *m, struct feats *fs)
+/* The host's CPU_TOPOLOGY for the output's cpus (NRCPUS raised to the guest's vCPUs): padded, as
+ * perf 6.1 reads it for NRCPUS' count (perf_topology.h); left out when it does not parse.
+ * Takes d. */
+static void feats_host_topology(struct merge_ctx *m, struct feats *fs, uint8_t *d, size_t len, uint32_t cpus)
+{
+	_cleanup_free_ uint8_t *nr = NULL;
+	uint8_t *t;
+	size_t nlen, tlen;
+	uint32_t host_cpus;
+
+	if (perf_reader_feature(m->host.r, PERF_FEAT_NRCPUS, &nr, &nlen) < 0 || nlen < 4) {
+		free(d); /* no count of the host's own: perf reads it for cpus */
+		return;
+	}
+	memcpy(&host_cpus, nr, 4);
+	if (host_cpus == cpus) {
+		feats_add(fs, PERF_FEAT_CPU_TOPOLOGY, d, d, len);
+		return;
+	}
+	if (perf_topology_pad(d, len, host_cpus, cpus, &t, &tlen) == 0)
+		feats_add(fs, PERF_FEAT_CPU_TOPOLOGY, t, t, tlen);
+	free(d);
+}
+
+static int feats_host(struct merge_ctx *m, struct feats *fs, uint32_t cpus)
 {
 	for (unsigned bit = 0; m->host.present && bit < PERF_FEAT_BITS; bit++) {
 		uint8_t *d;
@@ -657,7 +682,15 @@ static int feats_host(struct merge_ctx *m, struct feats *fs)
 			continue;
 		if (perf_reader_feature(m->host.r, bit, &d, &len) < 0)
 			continue; /* an unreadable optional section is left out */
-		feats_add(fs, bit, d, d, len);
+		if (!len) { /* perf still records (a live snapshot): its bit set, no section yet; perf
+			     * 6.1 stops reading the header's features at an empty one (COMPRESSED too) */
+			free(d);
+			continue;
+		}
+		if (bit == PERF_FEAT_CPU_TOPOLOGY)
+			feats_host_topology(m, fs, d, len, cpus);
+		else
+			feats_add(fs, bit, d, d, len);
 	}
 	return 0;
 }
@@ -691,7 +724,7 @@ static int out_feats(struct merge_ctx *m, struct feats *fs, uint32_t cpus[2], ui
 	stime[0] = m->first_sample, stime[1] = m->last_sample;
 	if (m->first_sample != UINT64_MAX)
 		feats_add(fs, PERF_FEAT_SAMPLE_TIME, NULL, stime, 2 * sizeof(*stime));
-	feats_host(m, fs);
+	feats_host(m, fs, cpus[0]);
 	return 0;
 }
 

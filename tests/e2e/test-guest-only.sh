@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# e2e: a guest-only session (start --no-host) on the real guest, stopped with -z; the zstd
-# output must read exactly like an uncompressed merge of the same session dir.
+# e2e: a guest-only session (start --no-host) on the real guest, stopped (zstd: the default;
+# -z says it again); the zstd output must read exactly like a --no-compress merge of the same
+# session dir.
 . "$(dirname "$0")/lib.sh"
 
 n=200
@@ -18,7 +19,8 @@ check_out "summary: no host recording" 'host perf: none \(--no-host\)' echo "$su
 check_out "summary: losses all 0" '^losses: ring overrun 0 events, ring dropped 0 events, ring missed-events 0 .*, transport 0 pages$' echo "$sum"
 check_out "perf header: zstd compressed" 'compressed.*Zstd' "$PERF" report -i "$T/z.data" --header-only
 sess=$(e2e_session)
-check_out "merge SESSION -o plain (uncompressed)" 'output: ' tc merge "$sess" -o "$T/plain.data"
+check_out "merge SESSION -o plain --no-compress" 'output: .*bytes\)$' tc merge "$sess" -o "$T/plain.data" --no-compress
+check "the plain file has no COMPRESSED record" bash -c '! "$1" report -i "$2" --stats 2>/dev/null | grep -q COMPRESSED' _ "$PERF" "$T/plain.data"
 check "the -z file is smaller" test "$(stat -c %s "$T/z.data")" -lt "$(stat -c %s "$T/plain.data")"
 check "perf script output identical (-z vs plain)" e2e_same_script "$T/z.data" "$T/plain.data"
 check "perf script/report: no warnings (-z)" e2e_no_warnings "$T/z.data"

@@ -57,6 +57,7 @@ check_out "collector.log: the follower wrote it" 'snapshot 1: .*snapshot-1.data,
 check "snapshot: all 300 markers once, in order" e2e_markers "$sd/snap.data" 300
 check "snapshot: host and guest interleaved (the host's events came with the live merge)" e2e_interleaved "$sd/snap.data"
 check "snapshot: perf script/report: no warnings" e2e_no_warnings "$sd/snap.data"
+check_out "snapshot: zstd-compressed, as the live output" 'compressed : Zstd' "$PERF" report -i "$sd/snap.data" --header-only
 [ "$sd" != "$T" ] && rm -rf "$sd"
 check "snapshot: nothing left in the session dir" bash -c '! ls -d "$1"/snapshot-* 2>/dev/null' _ "$sess"
 check_out "the session still traces after the snapshot" '^state: tracing' e2e_status
@@ -66,6 +67,7 @@ check_out "collector.log: the follower finished" 'live merge: done' cat "$sess/c
 check "all 300 markers once, in order" e2e_markers "$out" 300
 check "host and guest interleaved" e2e_interleaved "$out"
 check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
+check_out "the output is zstd-compressed (the default, written while tracing)" 'compressed : Zstd' "$PERF" report -i "$out" --header-only
 check "no transport loss" bash -c 'grep -q "transport 0 pages" <<<"$1"' _ "$sum"
 off=$T/offline.data
 check "offline merge of the same session" tc merge "$sess" -o "$off"

@@ -51,6 +51,8 @@ check_out "stop-summary.txt: the merge's per-event-type count" '^ +guest_fake:ti
 check "stop summary: the details' place named" grep -qF "details: $S/stop-summary.txt" <<<"$out"
 grep -q "^output: $T/out.data" <<<"$out" && ok "stop merged into $T/out.data" || fail "merge output line: $out"
 check "session.ini state=merged" test "$(ini "$S" state)" = merged
+check "session.ini opt_compress=1 (start's default)" test "$(ini "$S" opt_compress)" = 1
+check_out "the output is zstd-compressed (the default)" 'compressed : Zstd, level = 1,' perf report -i "$T/out.data" --header-only
 n=$(perf script -i "$T/out.data" -F event 2>"$T/perf.err" | grep -c 'guest_fake:tick')
 exp=$(python3 - "$S" <<'PYEOF'
 import struct, sys
@@ -86,12 +88,15 @@ check "stale FIFO bytes from before start were drained, not spooled (junk before
 check "daemon exited after stop" wait_for 5 bash -c "! kill -0 $pid"
 check "control socket removed" test ! -e "$RUN/$VM.sock"
 
-# A second session after the first: works, new dir, the agent is reused.
-out=$(start --no-host --clock ptp 2>&1); rc=$?
+# A second session after the first: works, new dir, the agent is reused; --no-compress.
+out=$(start --no-host --clock ptp --no-compress 2>&1); rc=$?
 check "a new start after stop works" test $rc -eq 0
 S2=$(tail -n 1 <<<"$out")
 check "new session dir" test "$S2" != "$S" -a -f "$S2/session.ini"
 out=$(stop -v 2>&1)
 grep -Eq '^cpu1: 100 pages .*0 lost in transport' <<<"$out" && ok "second session complete (stop -v: per CPU)" || fail "second session: $out"
 grep -Eq '^ +guest_fake:tick [1-9][0-9]*$' <<<"$out" && ok "stop -v: the per-event-type counts" || fail "stop -v: $out"
+check "start --no-compress: session.ini opt_compress=0" test "$(ini "$S2" opt_compress)" = 0
+check "start --no-compress: a plain output" bash -c '! perf report -i "$1" --stats 2>/dev/null | grep -q COMPRESSED' _ "$T/out.data"
+check "start --no-compress: perf reads it without a warning" test -z "$(perf script -i "$T/out.data" 2>&1 >/dev/null)"
 finish
