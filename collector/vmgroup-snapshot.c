@@ -120,7 +120,7 @@ static const char *vmgroup_snap_host(const struct vmgroup *g, struct vmgroup_sna
 			 g->vm[g->leader].name, strerror(-r));
 		return NULL;
 	}
-	if (strstr(l->host, "written at stop only")) { /* a set has no --flight-recorder (yet) */
+	if (strstr(l->host, "written at stop only")) { /* a leader's daemon before host: prefix */
 		printf("host: none (the set's host recording, %s's, is written at stop only: this snapshot holds the "
 		       "guests' events)\n", g->vm[g->leader].name);
 		return NULL;
