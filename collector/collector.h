@@ -146,6 +146,8 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 void snapshot_dir_reply(const char *reply, const char *key, char *buf, size_t size);
 /* Waits for host perf's ring dump beside the snapshot dir and moves it in as dir/host.data. */
 int snapshot_dir_host_dump(const char *dir, char *host, size_t size);
+/* A set's leader's host.data (host: prefix): the path and how many bytes of it are complete. */
+int snapshot_dir_host_prefix(const char *dir, char *host, size_t size, uint64_t *prefix);
 /* Removes a snapshot dir (links and small files, no subdirectories). */
 int snapshot_dir_remove(const char *dir);
 

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* A snapshot dir as the client sees it (one VM's snapshot, cmd-snapshot.c, and each VM's of a
- * set, vmgroup-snapshot.c): the daemon's reply naming it, host perf's ring dump moved in, its
- * removal after the merge. */
+ * set, vmgroup-snapshot.c): the daemon's reply naming it, host perf's ring dump moved in (or,
+ * a set's, how far host.data is complete), its removal after the merge. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "collector.h"
 #include "merge.h"
+#include "util.h"
 
 void snapshot_dir_reply(const char *reply, const char *key, char *buf, size_t size)
 {
@@ -34,6 +38,54 @@ int snapshot_dir_host_dump(const char *dir, char *host, size_t size)
 	if (r == 0 && rename(dump, host) < 0)
 		r = -errno;
 	return r;
+}
+
+/* One ping on host perf's control fifo and its ack (within SNAPSHOT_DUMP_WAIT_MS). */
+static int snapshot_dir_ping(int ctl, int ack)
+{
+	char c;
+
+	if (write(ctl, "ping\n", 5) != 5)
+		return -errno;
+	for (int ms = 0; ms < SNAPSHOT_DUMP_WAIT_MS; ms += 50) {
+		ssize_t n;
+
+		while ((n = read(ack, &c, 1)) == 1)
+			if (c == '\n')
+				return 0;
+		if (n < 0 && errno != EAGAIN)
+			return -errno;
+		poll(NULL, 0, 50);
+	}
+	return -ETIMEDOUT;
+}
+
+/* A set's leader records host.data whole until stop (perf --control fifos in its session dir):
+ * perf acks a ping before it writes what its rings hold, so once the second ping is acked
+ * everything recorded before the first is in host.data. Its size then: *prefix bytes the merge
+ * reads (a partial record after them is left out). */
+int snapshot_dir_host_prefix(const char *dir, char *host, size_t size, uint64_t *prefix)
+{
+	char session[PATH_MAX], ctl[PATH_MAX + 32], ack[PATH_MAX + 32], junk[256];
+	_cleanup_close_ int cfd = -1, afd = -1;
+	struct stat st;
+	int r;
+
+	snprintf(session, sizeof(session), "%.*s", (int)(strrchr(dir, '/') ? strrchr(dir, '/') - dir : 0), dir);
+	snprintf(host, size, "%s/host.data", session);
+	snprintf(ctl, sizeof(ctl), "%s/host-perf.ctl", session);
+	snprintf(ack, sizeof(ack), "%s/host-perf.ack", session);
+	/* perf holds both open: neither open waits for the other end */
+	if ((cfd = open(ctl, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 || (afd = open(ack, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+		return -errno;
+	while (read(afd, junk, sizeof(junk)) > 0) /* acks of an earlier client's pings */
+		;
+	if ((r = snapshot_dir_ping(cfd, afd)) < 0 || (r = snapshot_dir_ping(cfd, afd)) < 0)
+		return r;
+	if (stat(host, &st) < 0)
+		return -errno;
+	*prefix = (uint64_t)st.st_size;
+	return 0;
 }
 
 /* The snapshot dir holds links and small files only, no subdirectories. */

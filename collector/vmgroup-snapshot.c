@@ -2,8 +2,8 @@
 /* `snapshot` of several VMs in one session (vmgroup.c): every traced VM's daemon is asked at
  * once, each makes SESSION/snapshot-N as for one VM (its agent flushed, its probe burst,
  * daemon/daemon-snapshot.c), and the snapshot dirs are merged into one perf.data like the
- * set's stop: the leader's (whose daemon records the host: its host data, if any, is the
- * set's) with --guest each member's. A VM whose snapshot fails is named and left out; the
+ * set's stop: the leader's (whose daemon records the host: the complete prefix of its host.data,
+ * perf pinged on its control fifo, is the set's host data) with --guest each member's. A VM whose snapshot fails is named and left out; the
  * others' snapshot is written, and every VM goes on tracing. */
 #include <errno.h>
 #include <stdio.h>
@@ -99,7 +99,8 @@ static unsigned vmgroup_snap_ask(const struct vmgroup *g, struct vmgroup_snap *s
 }
 
 /* The set's host data: the leader's snapshot's, the only one (a member records no host). */
-static const char *vmgroup_snap_host(const struct vmgroup *g, struct vmgroup_snap *s, char *host, size_t size)
+static const char *vmgroup_snap_host(const struct vmgroup *g, struct vmgroup_snap *s, char *host, size_t size,
+				     uint64_t *prefix)
 {
 	const struct vmgroup_snap *l = &s[g->leader];
 	int r;
@@ -108,7 +109,18 @@ static const char *vmgroup_snap_host(const struct vmgroup *g, struct vmgroup_sna
 		printf("host: none (%s records the host and has no snapshot)\n", g->vm[g->leader].name);
 		return NULL;
 	}
-	if (strstr(l->host, "written at stop only")) { /* a set has no --flight-recorder (yet) */
+	if (!strcmp(l->host, "prefix")) { /* the leader's host.data, as far as perf has written it */
+		r = snapshot_dir_host_prefix(l->dir, host, size, prefix);
+		if (r == 0) {
+			printf("host: %s's host.data, its first %llu bytes (host perf acked a ping after them)\n",
+			       g->vm[g->leader].name, (unsigned long long)*prefix);
+			return host;
+		}
+		log_warn("%s's host perf did not say how far host.data is complete (%s): the snapshot holds the guests only",
+			 g->vm[g->leader].name, strerror(-r));
+		return NULL;
+	}
+	if (strstr(l->host, "written at stop only")) { /* a leader's daemon before host: prefix */
 		printf("host: none (the set's host recording, %s's, is written at stop only: this snapshot holds the "
 		       "guests' events)\n", g->vm[g->leader].name);
 		return NULL;
@@ -146,7 +158,7 @@ static int vmgroup_snap_merge(const struct vmgroup *g, struct vmgroup_snap *s, c
 	struct merge_options mo = { .session_dir = dirs[0], .output = path, .zstd_level = merge_zstd_level(dirs[0], compress),
 				    .snapshot = true, .guest_dirs = dirs + 1, .n_guest_dirs = n - 1 };
 
-	mo.host_data = vmgroup_snap_host(g, s, host, sizeof(host));
+	mo.host_data = vmgroup_snap_host(g, s, host, sizeof(host), &mo.host_prefix);
 	fflush(stdout);
 	return merge_run(&mo);
 }

@@ -4,7 +4,8 @@
  * each up to the size it has when opened, whole pages), the clock samples and session.ini, a
  * clock.ini fitted from the probes so far, and guest -> ../guest. With --flight-recorder the
  * host's perf writes its overwritable rings into a dump (SIGUSR2) that the client moves in as
- * host.data; without it the host recording is written at stop only. First the agent flushes:
+ * host.data; a set's leader says "prefix": the client pings host perf's control fifo and merges
+ * the complete prefix of host.data; otherwise the host recording is written at stop only. First the agent flushes:
  * FLUSH makes every CPU drain its ring and send a flush marker, so the spools hold everything the
  * guest traced before the request (an agent without FLUSH: two flush intervals are waited out).
  * With ptp the daemon then takes a probe burst, so the snapshot's fit has samples at both ends. */
@@ -97,7 +98,9 @@ void daemon_snapshot_finish(struct daemon *d)
 		    clocksync_finish(&d->clk, dir, d->s.clock_method, d->host_started_ns, clocksync_host_now(&d->clk)) < 0)
 			log_warn("snapshot: no clock.ini for %s (the merge fits clock.samples itself)", dir);
 		d->clk.written = false; /* stop writes the session's own clock.ini */
-		if (d->perf && d->o->flight_recorder)
+		if (d->perf && d->o->group && hostperf_recording(d->perf)) /* a set's leader */
+			snprintf(buf, sizeof(buf), "snapshot: %s\nhost: prefix\n", dir);
+		else if (d->perf && d->o->flight_recorder)
 			snprintf(buf, sizeof(buf), "snapshot: %s\nhost: %s\n", dir,
 				 hostperf_dump(d->perf) < 0 ? "none (host perf is not running)" : "dump");
 		else

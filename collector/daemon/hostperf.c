@@ -211,6 +211,18 @@ int hostperf_settle(struct hostperf *h, const char *dir)
 	return r;
 }
 
+int hostperf_control_fifos(const char *dir, char *buf, size_t size)
+{
+	char ctl[PATH_MAX + 32], ack[PATH_MAX + 32];
+
+	snprintf(ctl, sizeof(ctl), "%s/host-perf.ctl", dir);
+	snprintf(ack, sizeof(ack), "%s/host-perf.ack", dir);
+	if ((mkfifo(ctl, 0600) < 0 && errno != EEXIST) || (mkfifo(ack, 0600) < 0 && errno != EEXIST))
+		return -errno;
+	snprintf(buf, size, "fifo:%s,%s", ctl, ack);
+	return 0;
+}
+
 void hostperf_kill(struct hostperf *h)
 {
 	if (!h->exited) {

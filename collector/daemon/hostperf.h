@@ -24,3 +24,6 @@ int hostperf_exit_status(const struct hostperf *h);
 /* --flight-recorder (perf --overwrite --switch-output): SIGUSR2, perf writes DATA.<timestamp>. */
 int hostperf_dump(struct hostperf *h);
 int hostperf_settle(struct hostperf *h, const char *dir); /* the last dump becomes DATA */
+/* A set's leader: DIR/host-perf.ctl and .ack for perf's --control ("fifo:CTL,ACK" into buf),
+ * which a snapshot's client pings (snapshot-dir.c) to learn how far host.data is complete. */
+int hostperf_control_fifos(const char *dir, char *buf, size_t size);

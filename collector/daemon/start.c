@@ -204,6 +204,7 @@ void daemon_send_start(struct daemon *d)
 
 void daemon_start_perf(struct daemon *d)
 {
+	char fifos[2 * PATH_MAX + 96];
 	const char *control = NULL;
 	bool monotonic;
 	int r;
@@ -218,6 +219,9 @@ void daemon_start_perf(struct daemon *d)
 			    d->s.dir, strerror(-r));
 		return;
 	}
+	/* A set's leader (no live merge): the fifos a snapshot pings to cut host.data. */
+	if (!control && d->o->group && (r = hostperf_control_fifos(d->s.dir, fifos, sizeof(fifos))) == 0)
+		control = fifos;
 	r = hostperf_start(d->o, d->s.dir, monotonic, control, &d->perf);
 	if (r < 0) {
 		daemon_fail(d, "cannot start host perf record: %s (use --no-host to trace the guest only)", strerror(-r));

@@ -85,6 +85,17 @@ int merge_host_open_follow(struct merge_host *h, const char *path, char *err, si
 	return host_attrs(h, err, errlen);
 }
 
+int merge_host_open_prefix(struct merge_host *h, const char *path, uint64_t size, char *err, size_t errlen)
+{
+	int r = merge_host_open_follow(h, path, err, errlen);
+
+	if (r < 0)
+		return r;
+	h->prefix = true;
+	merge_host_horizon(h, size, 0);
+	return 0;
+}
+
 void merge_host_horizon(struct merge_host *h, uint64_t size, uint64_t ts)
 {
 	perf_reader_set_end(h->r, size);
@@ -303,6 +314,8 @@ int merge_host_peek(struct merge_host *h, struct host_rec **ret, bool *ret_immed
 			break;
 		}
 		r = host_read_one(h, &h->imm);
+		if (r == -EAGAIN && h->prefix)
+			r = 0; /* the prefix read (a partial record after it is perf's next write) */
 		if (r == -EAGAIN) {
 			/* Follow: what perf has not written yet. Records at or before the
 			 * previous round's maximum are final (perf's rule), and so are those

@@ -250,7 +250,8 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 	if ((r = merge_vm_load(m, o)) < 0)
 		return r;
 	if (host_path(o, &m->vm[0].guest, path, sizeof(path)) &&
-	    (r = (o->follow ? merge_host_open_follow : merge_host_open)(&m->host, path, why, sizeof(why))) < 0) {
+	    (r = o->host_data && o->host_prefix ? merge_host_open_prefix(&m->host, path, o->host_prefix, why, sizeof(why)) :
+		 (o->follow ? merge_host_open_follow : merge_host_open)(&m->host, path, why, sizeof(why))) < 0) {
 		log_error("%s: cannot use the host recording: %s", path, why);
 		return r;
 	}

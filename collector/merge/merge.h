@@ -38,6 +38,8 @@ struct merge_options {
 	int zstd_level;        /* 0 = uncompressed */
 	bool snapshot;         /* a snapshot dir: spools cut while tracing (no end markers), the
 				* host only from host_data */
+	uint64_t host_prefix;  /* host_data is still being recorded: only its first host_prefix
+				* bytes are complete (perf acked a ping after them); 0: whole */
 	bool follow;           /* follow the session while it traces, the daemon's words on
 				* follow_fd (follow.c) */
 	int follow_fd;
@@ -312,6 +314,7 @@ struct merge_host {
 	uint64_t *samples_by_attr;
 	/* follow (merge --follow): perf record still writes the file */
 	bool follow;
+	bool prefix; /* a snapshot of a file perf still writes: its horizon is its end */
 	uint64_t horizon_size, horizon_ts; /* every record before horizon_ts is in the first
 					    * horizon_size bytes (the daemon's word, after a ping) */
 	uint64_t bound;                    /* peek returned 2: no later record is before this */
@@ -330,6 +333,8 @@ int merge_host_peek(struct merge_host *h, struct host_rec **ret, bool *ret_immed
  * can have; merge_host_horizon raises what may be read (size) and what is known complete (ts);
  * merge_host_finish reads perf's final header once perf has exited. */
 int merge_host_open_follow(struct merge_host *h, const char *path, char *err, size_t errlen);
+/* A file perf still writes, read up to its first size bytes (a snapshot's). */
+int merge_host_open_prefix(struct merge_host *h, const char *path, uint64_t size, char *err, size_t errlen);
 void merge_host_horizon(struct merge_host *h, uint64_t size, uint64_t ts);
 int merge_host_finish(struct merge_host *h);
 /* After the last record: completes h->ids (the feature, the files' build-ids). */

@@ -470,8 +470,57 @@ static void buf_string(struct buf *b, const char *s)
 	buf_put(b, zero, n - strlen(s));
 }
 
-/* Names of the host's events, from its EVENT_DESC (bounds-checked); NULL entries when absent. */
+/* A host tracepoint's "sys:name" by its id, from the tracing data: a file perf still writes
+ * (a set's snapshot) has no EVENT_DESC yet, and its formats came from tracefs (tdata.c). */
+struct td_name {
+	uint64_t id;
+	char *name;
+	struct tep_format f;
+};
+
+static int td_name_one(const char *sys, const struct td_text *t, void *ud)
+{
+	struct td_name *n = ud;
+
+	if (tep_format_parse(t->data, t->len, &n->f) < 0 || n->f.id != n->id)
+		return 0;
+	if (asprintf(&n->name, "%s:%s", sys, n->f.name) < 0)
+		n->name = NULL;
+	return 1;
+}
+
+static char **host_names_desc(struct merge_ctx *m);
+
+static char *td_name(const struct merge_ctx *m, uint64_t id)
+{
+	_cleanup_free_ struct td_name *n = calloc(1, sizeof(*n));
+
+	if (!n || !m->have_td)
+		return NULL;
+	n->id = id;
+	tracing_data_for_each(&m->td, td_name_one, n);
+	return n->name;
+}
+
+static void host_names_td(struct merge_ctx *m, char **names, size_t nh)
+{
+	for (size_t i = 0; i < nh; i++)
+		if (!names[i] && m->host.attrs[i].attr.type == PERF_TYPE_TRACEPOINT)
+			names[i] = td_name(m, m->host.attrs[i].attr.config);
+}
+
+/* Names of the host's events, from its EVENT_DESC (bounds-checked), else its tracepoints' from
+ * the tracing data; NULL entries when absent. */
 static char **host_names(struct merge_ctx *m)
+{
+	char **names = host_names_desc(m);
+
+	if (names)
+		host_names_td(m, names, m->host.present ? m->host.n_attrs : 0);
+	return names;
+}
+
+static char **host_names_desc(struct merge_ctx *m)
 {
 	_cleanup_free_ uint8_t *d = NULL;
 	size_t len, off = 8, nh = m->host.present ? m->host.n_attrs : 0;

@@ -109,4 +109,9 @@ PY
 	check "$v: the snapshot holds its ${N[$v]} markers, once and in order" test "$got" = "$(seq -s ' ' 0 $((N[$v] - 1))) "
 done
 check "the snapshot: perf script/report: no warnings" e2e_no_warnings "$T/snap.data"
+# The host's events too (the leader's host.data as far as host perf acked a ping): the vCPU
+# threads' sched_switch, host samples not only the guests'.
+hsw=$(perf script -i "$T/snap.data" -F event 2>/dev/null | grep -c ' sched:sched_switch:')
+check "the snapshot holds host events: $hsw host sched:sched_switch" test "$hsw" -gt 0
+check_out "the snapshot's host line: the leader's host.data prefix" "^host: vt[A-D]'s host.data, its first [0-9]+ bytes" echo "$snap"
 finish
