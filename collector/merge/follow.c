@@ -252,10 +252,14 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 			f->next_refit_ns = now + FOLLOW_REFIT_NS;
 			if (merge_meta_clock_live(&m->vm[0].guest, f->dfd) == 0) {
 				f->refits++;
-				m->live_bound_ns = MAX(m->live_bound_ns, m->vm[0].guest.clock.error_bound_ns);
+				m->live_bound_ns = MAX(m->live_bound_ns, m->vm[0].guest.clock.error_bound_ns +
+									    m->vm[0].guest.live_extra_ns);
 			}
-			if (m->vm[0].guest.perf_clock_needed)
+			if (m->vm[0].guest.perf_clock_needed) {
 				merge_meta_perf_clock(&m->vm[0].guest, f->dfd);
+				m->live_bound_ns = MAX(m->live_bound_ns, m->vm[0].guest.perf_clock.error_bound_ns +
+									    m->vm[0].guest.perf_live_extra_ns);
+			}
 		}
 		if (r < 0)
 			return r;

@@ -54,6 +54,10 @@ struct merge_options {
 
 /* Following: a live clock fit is used once its probes span this much at least. */
 #define MERGE_LIVE_MIN_SPAN_NS 5000000000ull
+/* Slow probes only for this long past the newest fitted one: the live horizon goes on through
+ * those whose round trip is under MERGE_LIVE_EXTRA_MAX_NS, the bound stated growing by it. */
+#define MERGE_LIVE_LAG_NS 1000000000ull
+#define MERGE_LIVE_EXTRA_MAX_NS 2000000ull
 
 /* What was dropped or lost, by kind (the summary prints each non-zero one). */
 struct merge_losses {
@@ -137,6 +141,7 @@ struct merge_guest {
 	uint64_t follow_gen;  /* following: +1 at each wait for more data (spool sizes read again) */
 	uint64_t live_fit_until; /* following: host time of the newest probe fitted (guest times
 				  * later than it would be extrapolated: they wait for the next) */
+	uint64_t live_extra_ns; /* following: added to the fit's bound up to live_fit_until */
 	uint64_t clock_gen;   /* +1 at each new fit (clock or perf clock): heads converted by an
 			       * older one are converted again (merge_guest_peek, merge_gperf_peek) */
 	char vm_name[64];     /* session.ini vm, may be empty */
@@ -173,6 +178,7 @@ struct merge_guest {
 	bool perf_clock_on;
 	bool perf_clock_needed;  /* guest perf beside a trace clock other than mono: its own fit */
 	uint64_t perf_fit_until; /* host time of the newest probe fitted in the perf clock's fit */
+	uint64_t perf_live_extra_ns; /* added to its bound up to perf_fit_until (live_extra_ns) */
 	char perf_clock_why[160];
 	uint32_t perf_freq;
 	struct gsym_table *gsym; /* guest/kallsyms, read once (merge_gsym_load) */

@@ -176,18 +176,55 @@ void merge_meta_notes(struct merge_guest *g, int dfd)
 
 /* clock.ini text for a fit of a samples file (clock.samples, perf-clock.samples); *why says
  * what failed. */
+/* How far a live fit converts: up to until (host time), within the fit's bound plus extra. */
+struct fit_span {
+	uint64_t until, oldest, extra;
+};
+
 static int fit_samples_max(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen,
-			   uint64_t *ret_host_max, uint64_t *ret_host_min);
+			   struct fit_span *span);
 
 static int fit_samples(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen)
 {
-	return fit_samples_max(dfd, name, ret_text, ret_len, why, whylen, NULL, NULL);
+	return fit_samples_max(dfd, name, ret_text, ret_len, why, whylen, NULL);
 }
 
-/* The fit of a samples file; *ret_host_max and *ret_host_min (when asked) get the newest
- * fitted sample's and the oldest sample's host times. */
+static int cmp_send(const void *a, const void *b)
+{
+	const struct clock_sample *x = a, *y = b;
+
+	return (x->host_send > y->host_send) - (x->host_send < y->host_send);
+}
+
+/* Past the newest probe fitted a time is extrapolated (e2e clock-accuracy-live saw hold-outs
+ * there 1.2 ms off against a bound of 467 us): the horizon is that probe. Where the later ones
+ * were all slow for over MERGE_LIVE_LAG_NS (a loaded host), it goes on through them while their
+ * round trips stay under MERGE_LIVE_EXTRA_MAX_NS: the fit is within its bound of each one's
+ * [send, reply] and the truth is inside it, so a time up to such a probe is off by at most the
+ * bound plus its round trip, and the bound stated grows by that (extra). */
+static void fit_span_get(struct clock_sample *s, size_t n, const struct clock_fit *fit, struct fit_span *span)
+{
+	span->until = fit->fitted_until;
+	span->extra = 0;
+	qsort(s, n, sizeof(*s), cmp_send);
+	span->oldest = n ? s[0].host_send : 0;
+	if (!n || s[n - 1].host_send - fit->fitted_until < MERGE_LIVE_LAG_NS)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t rtt = s[i].host_recv - s[i].host_send;
+
+		if (s[i].host_send <= fit->fitted_until)
+			continue;
+		if (rtt > MERGE_LIVE_EXTRA_MAX_NS)
+			break;
+		span->extra = MAX(span->extra, rtt);
+		span->until = s[i].host_send;
+	}
+}
+
+/* The fit of a samples file; *span (when asked) how far it converts live (fit_span_get). */
 static int fit_samples_max(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen,
-			   uint64_t *ret_host_max, uint64_t *ret_host_min)
+			   struct fit_span *span)
 {
 	_cleanup_free_ struct clock_sample *s = NULL;
 	struct clock_fit fit;
@@ -211,12 +248,8 @@ static int fit_samples_max(int dfd, const char *name, char **ret_text, size_t *r
 		snprintf(why, whylen, "%s holds no usable probe (%zu lines)", name, n);
 		return r;
 	}
-	if (ret_host_max) /* not the newest probe: past the newest one fitted, a time is a guess
-			   * the slower probes' wide brackets hardly bound (e2e clock-accuracy-live
-			   * saw hold-outs there 1.2 ms off against a bound of 467 us) */
-		*ret_host_max = fit.fitted_until;
-	for (size_t i = 0; ret_host_min && i < n; i++)
-		*ret_host_min = i ? MIN(*ret_host_min, s[i].host_send) : s[i].host_send;
+	if (span)
+		fit_span_get(s, n, &fit, span);
 	if (!(f = open_memstream(ret_text, ret_len)))
 		return -ENOMEM;
 	r = clockfit_write_ini(f, "ptp", &fit);
@@ -342,8 +375,8 @@ int merge_meta_clock_live(struct merge_guest *g, int dfd)
 	struct clock_map c = { 0 };
 	char why[160];
 	size_t len = 0;
-	uint64_t newest = 0, oldest = 0;
-	int r = fit_samples_max(dfd, "clock.samples", &text, &len, why, sizeof(why), &newest, &oldest);
+	struct fit_span span;
+	int r = fit_samples_max(dfd, "clock.samples", &text, &len, why, sizeof(why), &span);
 
 	if (r < 0)
 		return r; /* the fit so far stays (a line being written, say) */
@@ -351,7 +384,7 @@ int merge_meta_clock_live(struct merge_guest *g, int dfd)
 	 * clock's above all) converts the session's first seconds hundreds of us off, more than the
 	 * final fit's bound states (e2e scale-coarse-clock saw 448 us against 235 us). Until then
 	 * nothing waits in vain: a shorter session is converted at its end with clock.ini. */
-	if (newest - oldest < MERGE_LIVE_MIN_SPAN_NS)
+	if (span.until - span.oldest < MERGE_LIVE_MIN_SPAN_NS)
 		return -EAGAIN;
 	if (clock_apply_parse(text, len, &c) < 0 || c.n == 0) {
 		clock_apply_free(&c);
@@ -365,7 +398,8 @@ int merge_meta_clock_live(struct merge_guest *g, int dfd)
 	g->clock = c;
 	g->clock_aligned = true;
 	g->clock_recovered = false;
-	g->live_fit_until = newest;
+	g->live_fit_until = span.until;
+	g->live_extra_ns = span.extra;
 	g->clock_gen++;
 	snprintf(g->clock_why, sizeof(g->clock_why), "fitted while tracing from clock.samples");
 	clock_window(g);
@@ -377,11 +411,11 @@ void merge_meta_perf_clock(struct merge_guest *g, int dfd)
 	_cleanup_free_ char *text = NULL;
 	struct clock_map c = { 0 };
 	size_t len = 0;
-	uint64_t newest = 0;
+	struct fit_span span;
 
 	/* Following, called again as probes come: a failed refit keeps the fit so far. */
 	if (fit_samples_max(dfd, "perf-clock.samples", &text, &len, g->perf_clock_why, sizeof(g->perf_clock_why),
-			    &newest, NULL) < 0)
+			    &span) < 0)
 		return;
 	if (clock_apply_parse(text, len, &c) < 0 || c.n == 0) {
 		snprintf(g->perf_clock_why, sizeof(g->perf_clock_why), "the fit of perf-clock.samples is unusable");
@@ -391,7 +425,8 @@ void merge_meta_perf_clock(struct merge_guest *g, int dfd)
 	clock_apply_free(&g->perf_clock);
 	g->perf_clock = c;
 	g->perf_clock_on = true;
-	g->perf_fit_until = newest;
+	g->perf_fit_until = span.until;
+	g->perf_live_extra_ns = span.extra;
 	g->clock_gen++;
 }
 
