@@ -8,8 +8,9 @@
  * FLUSH: the follower's horizon for a CPU is also its last record, and a ring that fills pages
  * this fast sends them within its watermark (the flush's own partial page and marker are then
  * pure cost: bench/RESULTS.md "The live merge's FLUSH on need"). perf acks a ping before it
- * writes, so the ack of the next ping says that everything before the first one is in host.data: the follower gets "host SIZE TIME". At finalize it gets
- * "end", and the daemon waits for it: SESSION/live.data and session.ini live_merge=done, which
+ * writes, so the ack of the next ping says that everything before the first one is in
+ * host.data: the follower gets "host SIZE TIME". At finalize it gets "end", and the daemon waits
+ * for it: SESSION/live.data and session.ini live_merge=done, which
  * stop hands out; anything else, and stop merges offline as before. */
 #include <errno.h>
 #include <fcntl.h>
