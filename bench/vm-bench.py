@@ -270,6 +270,13 @@ class Bench:
                     astats[k] = v
             except OSError:
                 pass
+            try:  # the daemon's live merge: how many periods sent a FLUSH
+                m = re.search(r"live merge: (\d+) FLUSH sent, (\d+) periods needed none",
+                              open(os.path.join(d, "collector.log")).read())
+                if m:
+                    astats["live_flushes"], astats["live_flushes_not_needed"] = m.group(1), m.group(2)
+            except OSError:
+                pass
         sent = sum(int(v) for k, v in astats.items() if k.startswith("cpu") and k.endswith(".bytes_sent"))
         psent = sum(int(v) for k, v in astats.items() if k.startswith("perf") and k.endswith(".bytes_sent"))
         psamples = sum(int(v) for k, v in astats.items() if k.startswith("perf") and k.endswith(".samples"))
@@ -286,7 +293,8 @@ class Bench:
                     f"daemon_cpu_s={(cpu - self.daemon_cpu0) / 1e9:.3f} daemon_run_s={(run - self.daemon_run0) / 1e9:.4f} daemon_hwm_kb={rss} "
                     f"stop_s={stop_s:.3f} stop_rc={r.returncode} spooled={spooled} bytes_sent={sent} "
                     f"ring_overrun={ovr} perf_bytes_sent={psent} perf_samples={psamples} perf_lost={plost} "
-                    f"out_bytes={outsz} host_cpu_s={host_cpu:.3f} host_perf={int(self.a.host_perf)} "
+                    f"out_bytes={outsz} live_flushes={astats.get('live_flushes', '-')} "
+                    f"live_flushes_not_needed={astats.get('live_flushes_not_needed', '-')} host_cpu_s={host_cpu:.3f} host_perf={int(self.a.host_perf)} "
                     f"variant={self.variant!r} start_cpu_s={self.start_cpu:.3f} "
                     f"{' '.join(f'pre_stop_{k}_cpu_s={v:.3f}' for k, v in sorted(split.items()))} "
                     f"pre_stop_cg_cpu_s={cg_pre:.3f} stop_phase_cpu_s={host_cpu - cg_pre:.3f} summary={summ!r}")

@@ -7,10 +7,14 @@
 #    events) under each trace clock of vt.clocks: the workload's rate against its untraced
 #    rate, and the agent's CPU (schedstat run time of its threads) per byte it sent;
 #  - the agent at vt.rate KB/s per vCPU (1000-byte trace_marker lines): CPU per byte there.
+# vt.floor_mbps may list several rates (40,5); vt.only=paced runs the paced agent alone (with
+# vm-bench.py --start-args-cycle: one session option set per round). rep_runs: the times the
+# agent's threads were scheduled in during the rep (its wake-ups).
 # The host's line before each guest result has the bytes sent and the daemon's CPU.
 . /bench/lib.sh
 secs=$(arg vt.secs) rounds=$(arg vt.rounds) portmib=$(arg vt.portmib)
-clocks=$(arg vt.clocks | tr , ' ') rate=$(arg vt.rate) floor_mbps=$(arg vt.floor_mbps)
+clocks=$(arg vt.clocks | tr , ' ') rate=$(arg vt.rate) floor_mbps=$(arg vt.floor_mbps | tr , ' ')
+only=$(arg vt.only)
 A=$T/instances/virtio-trace
 EV=syscalls:sys_enter_write,syscalls:sys_exit_write
 say "result kind=info clocks='$(cat $T/trace_clock)' clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
@@ -29,26 +33,31 @@ untraced() {
 
 agent_flood() { # CLOCK
 	ready agent "$EV" 1024 - - - "$1"
-	p=$(agentpid) n0=$(runns $p)
+	p=$(agentpid) n0=$(runns $p) c0=$(runcount $p)
 	out=$(/bin/flood write "$secs")
-	n1=$(runns $p) e1=$(events $A) o1=$(overruns $A)
+	n1=$(runns $p) c1=$(runcount $p) e1=$(events $A) o1=$(overruns $A)
 	finished
-	say "result kind=agent-flood clock=$1 round=$r secs=$secs writes=$(echo "$out" | cut -d' ' -f4) rep_run_ns=$((n1 - n0)) events=$e1 overrun=$o1"
+	say "result kind=agent-flood clock=$1 round=$r secs=$secs writes=$(echo "$out" | cut -d' ' -f4) rep_run_ns=$((n1 - n0)) rep_runs=$((c1 - c0)) events=$e1 overrun=$o1"
 }
 
 agent_paced() { # CLOCK
 	ready agent sched,timer 1024 - - - "$1"
-	p=$(agentpid) n0=$(runns $p)
+	p=$(agentpid) n0=$(runns $p) c0=$(runcount $p)
 	out=$(/bin/flood marker "$A/trace_marker" "$rate" "$secs")
-	n1=$(runns $p) e1=$(events $A) o1=$(overruns $A)
+	n1=$(runns $p) c1=$(runcount $p) e1=$(events $A) o1=$(overruns $A)
 	finished
-	say "result kind=agent-paced clock=$1 round=$r secs=$secs rate=$rate rep_run_ns=$((n1 - n0)) events=$e1 overrun=$o1 load='$out'"
+	say "result kind=agent-paced clock=$1 round=$r secs=$secs rate=$rate rep_run_ns=$((n1 - n0)) rep_runs=$((c1 - c0)) events=$e1 overrun=$o1 load='$out'"
 }
 
 r=0
 while [ $r -lt "$rounds" ]; do
+	if [ "$only" = paced ]; then
+		for c in $clocks; do agent_paced "$c"; done
+		r=$((r + 1))
+		continue
+	fi
 	floor 0
-	floor "$floor_mbps"
+	for m in $floor_mbps; do floor "$m"; done
 	untraced
 	for c in $clocks; do
 		agent_flood "$c"

@@ -22,6 +22,16 @@ runns() {
 	done
 	echo $s
 }
+# times the live threads of pids $* were scheduled in (schedstat's third field: wake-ups)
+runcount() {
+	local s=0 p t
+	for p in "$@"; do
+		for t in /proc/$p/task/*/schedstat; do
+			[ -r "$t" ] && s=$((s + $(cut -d' ' -f3 "$t")))
+		done
+	done
+	echo $s
+}
 agentpid() { pidof trace-agent | cut -d' ' -f1; }
 # bench instance $1 with events $2 (comma list), buffer $3 KB, tracing off
 mkinst() {

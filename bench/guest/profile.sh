@@ -6,8 +6,11 @@
 # function's time (funcgraph-tail names every closing brace) and prints the largest totals as
 # "profile NAME CALLS TOTAL_US" lines, with the agent's run time over the same seconds.
 . /bench/lib.sh
-secs=$(arg vt.secs) psecs=$(arg vt.psecs) depth=$(arg vt.depth) clock=$(arg vt.clock)
+# vt.rate=KB: the workload is cost.sh's paced one instead (1000-byte marker lines, KB/s per vCPU,
+# events sched,timer).
+secs=$(arg vt.secs) psecs=$(arg vt.psecs) depth=$(arg vt.depth) clock=$(arg vt.clock) rate=$(arg vt.rate)
 EV=syscalls:sys_enter_write,syscalls:sys_exit_write
+[ -n "$rate" ] && EV=sched,timer
 # Set up while the guest is idle: switching the tracer patches kernel text, which QEMU 7.2's
 # multi-threaded TCG can hang on while other vCPUs run (soft lockups seen when this was done
 # under the flood). The pump threads the agent makes later are traced through function-fork.
@@ -23,7 +26,11 @@ echo 0 >$T/options/funcgraph-irqs
 echo function_graph >$T/current_tracer
 echo >$T/trace
 ready agent "$EV" 1024 - - - "${clock:--}"
-/bin/flood write "$secs" >/dev/null &
+if [ -n "$rate" ]; then
+	/bin/flood marker $T/instances/virtio-trace/trace_marker "$rate" "$secs" >/dev/null &
+else
+	/bin/flood write "$secs" >/dev/null &
+fi
 fl=$!
 usleep 1000000
 n0=$(runns $p)

@@ -3,10 +3,14 @@
  * child process: a merge that fails leaves the session and the offline merge as they were), so
  * that stop only drains what the last second brought. The daemon keeps it fed: every
  * LIVE_PERIOD_NS a FLUSH to the agent (each guest CPU then marks in its spool how far it is
- * complete) and a "ping" to host perf over its control fifo (perf then writes what its rings
- * hold). perf acks a ping before it writes, so the ack of the next ping says that everything
- * before the first one is in host.data: the follower gets "host SIZE TIME". At finalize it gets
- * "end", and the daemon waits for it: SESSION/live.data and session.ini live_merge=done, which
+ * complete) when a stream needs it, and a "ping" to host perf over its control fifo (perf then
+ * writes what its rings hold). A stream that brought LIVE_BUSY_BYTES in the period needs no
+ * FLUSH: the follower's horizon for a CPU is also its last record, and a ring that fills pages
+ * this fast sends them within its watermark (the flush's own partial page and marker are then
+ * pure cost: bench/RESULTS.md "The live merge's FLUSH on need"). perf acks a ping before it
+ * writes, so the ack of the next ping says that everything before the first one is in
+ * host.data: the follower gets "host SIZE TIME". At finalize it gets "end", and the daemon waits
+ * for it: SESSION/live.data and session.ini live_merge=done, which
  * stop hands out; anything else, and stop merges offline as before. */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +33,7 @@
 #include "util.h"
 
 #define LIVE_PERIOD_NS 500000000ull
+#define LIVE_BUSY_BYTES (128u << 10) /* per period: 256 KB/s, a page every 16 ms */
 #define LIVE_PINGS 8
 #define LIVE_END_WAIT_MS 120000
 #define LIVE_FIT_SPAN_NS 6000000000ull /* the follower's first fit: probes over 5 s (merge.h) */
@@ -41,6 +46,8 @@ struct live {
 	uint64_t pings, acks;
 	uint64_t next_ns;
 	uint32_t flush_frame; /* the last FLUSH sent: its OK is swallowed */
+	uint64_t flushes, flushes_skipped;
+	uint64_t seen[2 * COLLECTOR_MAX_CPUS]; /* each spool's data_bytes at the last period */
 	bool flush_refused, started, failed;
 	/* live_end ran: a second finalize (stop after the session stopped itself) writes its verdict
 	 * again (session.ini was rewritten whole meanwhile) */
@@ -148,6 +155,25 @@ static bool live_spools_begun(const struct daemon *d)
 	return true;
 }
 
+/* Whether a running stream (ftrace or guest perf) brought less than LIVE_BUSY_BYTES since the last
+ * period: its records may not reach the present, so the follower waits on it without a FLUSH.
+ * Looks at every stream, so each one's count starts the next period afresh. */
+static bool live_flush_needed(const struct daemon *d, struct live *l)
+{
+	struct spool_stats st;
+	bool need = false;
+
+	for (unsigned k = 0; k < 2 * COLLECTOR_MAX_CPUS; k++) {
+		if (!d->spools[k] || d->cpu_missing[k])
+			continue;
+		spool_stats(d->spools[k], &st);
+		if (st.begun && !st.ended && st.data_bytes - l->seen[k] < LIVE_BUSY_BYTES)
+			need = true;
+		l->seen[k] = st.data_bytes;
+	}
+	return need;
+}
+
 static void live_say(struct live *l, const char *line)
 {
 	if (l->cmd_fd >= 0 && write(l->cmd_fd, line, strlen(line)) < 0 && errno != EAGAIN)
@@ -208,9 +234,15 @@ void live_tick(struct daemon *d, uint64_t now)
 	if (now < l->next_ns)
 		return;
 	l->next_ns = now + LIVE_PERIOD_NS;
-	if (!l->flush_refused && !d->snap_client &&
-	    agentctl_send_flush(d->agent, d->s.session_id, ++d->snap_flush_seq, &l->flush_frame) < 0)
+	if (l->flush_refused || d->snap_client) {
+		/* nothing to send */
+	} else if (!live_flush_needed(d, l)) {
+		l->flushes_skipped++;
+	} else if (agentctl_send_flush(d->agent, d->s.session_id, ++d->snap_flush_seq, &l->flush_frame) < 0) {
 		l->flush_frame = 0;
+	} else {
+		l->flushes++;
+	}
 	if (d->perf && l->pings - l->acks < LIVE_PINGS - 1 && write(l->ctl_fd, "ping\n", 5) == 5)
 		l->ping_ns[l->pings++ % LIVE_PINGS] = util_now_ns(CLOCK_MONOTONIC);
 }
@@ -297,6 +329,8 @@ void live_end(struct daemon *d)
 			session_ini_set(d->s.dir, "live_merge", l->ended = "none");
 		return;
 	}
+	log_info("live merge: %llu FLUSH sent, %llu periods needed none (every stream busy)",
+		 (unsigned long long)l->flushes, (unsigned long long)l->flushes_skipped);
 	live_say(l, "end\n");
 	live_close(&l->cmd_fd);
 	while ((w = waitpid(l->pid, &status, WNOHANG)) == 0 &&
@@ -340,7 +374,9 @@ void live_status(const struct daemon *d, FILE *f)
 	else if (!l->started)
 		fprintf(f, "live merge: waiting for every CPU's begin marker\n");
 	else
-		fprintf(f, "live merge: following (pid %d), %.1f MB written, host perf acked %llu of %llu pings%s\n",
+		fprintf(f, "live merge: following (pid %d), %.1f MB written, host perf acked %llu of %llu pings, "
+			"%llu FLUSH sent, %llu not needed (every stream busy)%s\n",
 			(int)l->pid, (double)st.st_size / 1e6, (unsigned long long)l->acks, (unsigned long long)l->pings,
+			(unsigned long long)l->flushes, (unsigned long long)l->flushes_skipped,
 			l->flush_refused ? "; the agent cannot flush: guest events wait for stop" : "");
 }
