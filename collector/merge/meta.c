@@ -197,11 +197,13 @@ static int cmp_send(const void *a, const void *b)
 }
 
 /* Past the newest probe fitted a time is extrapolated (e2e clock-accuracy-live saw hold-outs
- * there 1.2 ms off against a bound of 467 us): the horizon is that probe. Where the later ones
- * were all slow for over MERGE_LIVE_LAG_NS (a loaded host), it goes on through them while their
- * round trips stay under MERGE_LIVE_EXTRA_MAX_NS: the fit is within its bound of each one's
- * [send, reply] and the truth is inside it, so a time up to such a probe is off by at most the
- * bound plus its round trip, and the bound stated grows by that (extra). */
+ * there 1.2 ms off against a bound of 467 us): the horizon is that probe. But while the guest
+ * streams, its probes are slower than the start burst's and none is fitted (only bounded by
+ * its bracket): where the later ones were all slow for over MERGE_LIVE_LAG_NS, the horizon is the
+ * newest one whose round trip is under MERGE_LIVE_EXTRA_MAX_NS. The fit is within its bound of
+ * each probe's [send, reply] and the truth is inside it, so between two such probes a time is
+ * off by at most the bound plus the larger round trip: the bound stated grows by the largest
+ * (extra). */
 static void fit_span_get(struct clock_sample *s, size_t n, const struct clock_fit *fit, struct fit_span *span)
 {
 	span->until = fit->fitted_until;
@@ -213,10 +215,8 @@ static void fit_span_get(struct clock_sample *s, size_t n, const struct clock_fi
 	for (size_t i = 0; i < n; i++) {
 		uint64_t rtt = s[i].host_recv - s[i].host_send;
 
-		if (s[i].host_send <= fit->fitted_until)
-			continue;
-		if (rtt > MERGE_LIVE_EXTRA_MAX_NS)
-			break;
+		if (s[i].host_send <= fit->fitted_until || rtt > MERGE_LIVE_EXTRA_MAX_NS)
+			continue; /* a slower one between two such is not needed: they bound what lies between */
 		span->extra = MAX(span->extra, rtt);
 		span->until = s[i].host_send;
 	}
