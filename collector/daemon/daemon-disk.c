@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The daemon's disk budget (start --max-size, --min-free): every tick the session dir is
  * walked (spools are counted from their stats, which include what is still buffered), the
- * file systems' free space read, and the session stopped before it would pass either bound:
+ * file systems' free space read, and the session stopped before it would pass either bound
+ * (while every bound is far, every DISK_FAR_TICKS ticks and nothing between them: the walk,
+ * stats and statfs were half the daemon's CPU at 2 MB/s/vCPU, bench/RESULTS.md):
  * host perf at once (host.data is the big grower on a busy host: kvm_entry/kvm_exit), the
  * spools then discard what comes. The output is counted ahead (disk_projected: the guest's
  * ftrace pages DISK_FTRACE_FACTOR times over, or the live merge's file when that is larger): the
@@ -23,6 +25,10 @@
 
 #define DISK_PERF_RING (516u << 10) /* perf record's default ring per host CPU (512 KiB + header) */
 #define DISK_FR_RING_MAX (16u << 20)
+/* Room left to a bound under which the host.data watch runs between ticks: 64 MiB in one tick
+ * (100 ms) would be host perf writing 640 MB/s, or the spools taking 640 MB/s */
+#define DISK_NEAR (64ull << 20)
+#define DISK_FAR_TICKS 10 /* while both bounds are far, the session dir is walked every 10th tick */
 #define DISK_HOST_WATCH_MS 10 /* host.data's size between ticks: 0.5 MB at 50 MB/s */
 
 /* The spools' bytes from their stats: on disk, or about to be. */
@@ -115,6 +121,8 @@ void daemon_disk_progress(struct daemon *d)
 	char path[PATH_MAX + 16];
 	struct stat st;
 
+	if (d->disk_far)
+		return; /* the last tick found the bounds far: the next one looks again */
 	/* host.data grows between ticks too: faster than the spools on a host busy with VM exits */
 	snprintf(path, sizeof(path), "%s/host.data", d->s.dir);
 	if (d->perf && stat(path, &st) == 0)
@@ -139,7 +147,44 @@ int daemon_disk_arm(struct daemon *d)
 	d->disk_watch = event_new(d->base, -1, EV_PERSIST, disk_watch_host, d);
 	if (!d->disk_watch || event_add(d->disk_watch, &tv) < 0)
 		return -ENOMEM;
+	d->disk_watching = true;
 	return 0;
+}
+
+/* Whether every bound is far enough (DISK_NEAR, and 2 * DISK_FAR_TICKS times the growth since
+ * the last walk) that nothing can reach it within DISK_FAR_TICKS ticks: then the host.data watch
+ * and the spools' checks rest, and the session dir is walked every DISK_FAR_TICKS ticks. */
+static bool disk_bounds_far(const struct daemon *d, const struct disk_usage *u)
+{
+	uint64_t near = DISK_NEAR + 2 * DISK_FAR_TICKS * d->disk_grow, used, avail, size;
+
+	if (d->disk_cut[0])
+		return true; /* cut already: nothing more to watch */
+	used = disk_projected(u) + d->disk_grow + disk_perf_headroom(d);
+	if (d->o->max_size && (used >= d->o->max_size || d->o->max_size - used < near))
+		return false;
+	if (d->o->min_free && (disk_fs(d->s.dir, NULL, &avail) < 0 || avail <= d->o->min_free + disk_spool_headroom(d) + near))
+		return false;
+	if (!d->o->out[0])
+		return true;
+	if (d->o->min_free_given)
+		return disk_fs_of_file(d->o->out, NULL, &avail) == 0 && avail > d->o->min_free + near;
+	return disk_fs_of_file(d->o->out, &size, &avail) == 0 && avail > disk_default_floor(size) + near;
+}
+
+/* Arms the host.data watch while a bound is near, rests it while both are far. */
+static void disk_watch_follow(struct daemon *d, const struct disk_usage *u)
+{
+	struct timeval tv = { 0, DISK_HOST_WATCH_MS * 1000 };
+
+	d->disk_far = disk_bounds_far(d, u);
+	if (!d->disk_watch || d->disk_far == !d->disk_watching)
+		return;
+	if (d->disk_far)
+		event_del(d->disk_watch);
+	else if (event_add(d->disk_watch, &tv) < 0)
+		return;
+	d->disk_watching = !d->disk_far;
 }
 
 void daemon_disk_tick(struct daemon *d)
@@ -147,15 +192,24 @@ void daemon_disk_tick(struct daemon *d)
 	struct disk_usage u;
 	uint64_t total, size;
 
-	if (d->ph == PH_HELLO || d->ph == PH_STOPPED || disk_usage(d->s.dir, &u) < 0)
+	if (d->ph == PH_HELLO || d->ph == PH_STOPPED)
+		return;
+	if (d->disk_far && ++d->disk_far_ticks < DISK_FAR_TICKS)
+		return; /* nothing can reach a bound before the next walk (disk_bounds_far) */
+	d->disk_far_ticks = 0;
+	if (disk_usage(d->s.dir, &u) < 0)
 		return;
 	disk_spools(d, &u); /* with what they still buffer */
 	total = disk_total(&u);
-	d->disk_grow = total > d->disk_total ? total - d->disk_total : 0;
+	/* per tick: after a far stretch the growth spans DISK_FAR_TICKS of them */
+	d->disk_grow = (total > d->disk_total ? total - d->disk_total : 0) / (d->disk_far ? DISK_FAR_TICKS : 1);
 	d->disk_total = total;
 	d->disk = u;
 	disk_check_limit(d, &u);
-	if (disk_check_floor(d, d->s.dir, "the session dir", d->o->min_free) || !d->o->out[0])
+	if (disk_check_floor(d, d->s.dir, "the session dir", d->o->min_free))
+		return;
+	disk_watch_follow(d, &u);
+	if (!d->o->out[0])
 		return;
 	if (d->o->min_free_given)
 		disk_check_floor(d, d->o->out, "the output", d->o->min_free);

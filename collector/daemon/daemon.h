@@ -81,6 +81,12 @@ struct daemon {
 	struct disk_usage disk;          /* the last tick's walk */
 	struct event *disk_watch;        /* host.data's size between ticks */
 	uint64_t disk_total, disk_grow;
+	/* The last walk found every bound far (daemon-disk.c disk_bounds_far): the host.data watch
+	 * and the spools' progress checks rest, the next walk is disk_far_ticks from now (each walk,
+	 * stat and statfs was the daemon's main fixed cost, issue 33). */
+	bool disk_far;
+	unsigned disk_far_ticks;
+	bool disk_watching;              /* disk_watch is armed */
 	/* The spools' bytes not yet seen by a disk check: a spool's progress checks the budget
 	 * once DISK_CHECK_STEP has come, not on every read (the check stats and walks). */
 	uint64_t disk_seen[2 * COLLECTOR_MAX_CPUS], disk_unchecked;
