@@ -2,8 +2,9 @@
 /* The daemon's disk budget (start --max-size, --min-free): every tick the session dir is
  * walked (spools are counted from their stats, which include what is still buffered), the
  * file systems' free space read, and the session stopped before it would pass either bound
- * (while every bound is far, every DISK_FAR_TICKS ticks and nothing between them: the walk,
- * stats and statfs were half the daemon's CPU at 2 MB/s/vCPU, bench/RESULTS.md):
+ * (while every bound is far, only every DISK_FAR_TICKS ticks, the growth between charged from
+ * the spools' stats and a host.data stat per tick: daemon_disk_far; the walk, stats and statfs
+ * were half the daemon's CPU at 2 MB/s/vCPU, bench/RESULTS.md):
  * host perf at once (host.data is the big grower on a busy host: kvm_entry/kvm_exit), the
  * spools then discard what comes. The output is counted ahead (disk_projected: the guest's
  * ftrace pages DISK_FTRACE_FACTOR times over, or the live merge's file when that is larger): the
@@ -25,10 +26,15 @@
 
 #define DISK_PERF_RING (516u << 10) /* perf record's default ring per host CPU (512 KiB + header) */
 #define DISK_FR_RING_MAX (16u << 20)
-/* Room left to a bound under which the host.data watch runs between ticks: 64 MiB in one tick
- * (100 ms) would be host perf writing 640 MB/s, or the spools taking 640 MB/s */
+/* The far mode (daemon_disk_far): a walk finds every bound more than DISK_NEAR plus
+ * 2 * DISK_FAR_TICKS ticks of the last growth away. Between walks the spools' bytes are charged
+ * as they come (each 256 KiB, at any rate: the guest cannot outrun it) and host.data's once a
+ * tick; a walk comes when the charge reaches half the room above DISK_NEAR. What is not charged
+ * then stays below DISK_NEAR: host.data's growth within one tick (64 MiB in 100 ms would be host
+ * perf writing 640 MB/s), the live merge's output past DISK_FTRACE_FACTOR (up to twice it, the
+ * other half of the room), others' writes to the file system within DISK_FAR_TICKS ticks. */
 #define DISK_NEAR (64ull << 20)
-#define DISK_FAR_TICKS 10 /* while both bounds are far, the session dir is walked every 10th tick */
+#define DISK_FAR_TICKS 10 /* while far, the session dir is walked every 10th tick (1 s) */
 #define DISK_HOST_WATCH_MS 10 /* host.data's size between ticks: 0.5 MB at 50 MB/s */
 
 /* The spools' bytes from their stats: on disk, or about to be. */
@@ -116,13 +122,24 @@ static bool disk_check_floor(struct daemon *d, const char *path, const char *who
 	return true;
 }
 
+static void disk_walk(struct daemon *d);
+
+/* While far: the growth since the walk, as disk_projected counts it, from the spools' stats and
+ * host.data's last size; the next walk now once it took the slack. */
+static void disk_far_check(struct daemon *d)
+{
+	disk_spools(d, &d->disk);
+	if (disk_projected(&d->disk) >= d->disk_far_proj + d->disk_far_slack)
+		disk_walk(d);
+}
+
 void daemon_disk_progress(struct daemon *d)
 {
 	char path[PATH_MAX + 16];
 	struct stat st;
 
 	if (d->disk_far)
-		return; /* the last tick found the bounds far: the next one looks again */
+		return disk_far_check(d); /* a spool's 256 KiB: no stat, no statfs */
 	/* host.data grows between ticks too: faster than the spools on a host busy with VM exits */
 	snprintf(path, sizeof(path), "%s/host.data", d->s.dir);
 	if (d->perf && stat(path, &st) == 0)
@@ -151,70 +168,100 @@ int daemon_disk_arm(struct daemon *d)
 	return 0;
 }
 
-/* Whether every bound is far enough (DISK_NEAR, and 2 * DISK_FAR_TICKS times the growth since
- * the last walk) that nothing can reach it within DISK_FAR_TICKS ticks: then the host.data watch
- * and the spools' checks rest, and the session dir is walked every DISK_FAR_TICKS ticks. */
-static bool disk_bounds_far(const struct daemon *d, const struct disk_usage *u)
+/* Bytes free on path's file system above floor and ahead (0: none, or unknown). */
+static uint64_t disk_room_fs(const char *path, bool of_file, uint64_t floor, bool default_floor, uint64_t ahead)
 {
-	uint64_t near = DISK_NEAR + 2 * DISK_FAR_TICKS * d->disk_grow, used, avail, size;
+	uint64_t size = 0, avail = 0;
 
-	if (d->disk_cut[0])
-		return true; /* cut already: nothing more to watch */
-	used = disk_projected(u) + d->disk_grow + disk_perf_headroom(d);
-	if (d->o->max_size && (used >= d->o->max_size || d->o->max_size - used < near))
-		return false;
-	if (d->o->min_free && (disk_fs(d->s.dir, NULL, &avail) < 0 || avail <= d->o->min_free + disk_spool_headroom(d) + near))
-		return false;
-	if (!d->o->out[0])
-		return true;
-	if (d->o->min_free_given)
-		return disk_fs_of_file(d->o->out, NULL, &avail) == 0 && avail > d->o->min_free + near;
-	return disk_fs_of_file(d->o->out, &size, &avail) == 0 && avail > disk_default_floor(size) + near;
+	if ((of_file ? disk_fs_of_file(path, &size, &avail) : disk_fs(path, &size, &avail)) < 0)
+		return 0;
+	floor = default_floor ? disk_default_floor(size) : floor;
+	return avail > floor + ahead ? avail - floor - ahead : 0;
 }
 
-/* Arms the host.data watch while a bound is near, rests it while both are far. */
-static void disk_watch_follow(struct daemon *d, const struct disk_usage *u)
+/* The room to the nearest bound (UINT64_MAX: none) after the walk u: --max-size against the
+ * projected size, each file system's free space against its floor (the session dir's less what
+ * the spools buffer and, with the live merge, the output it has still to write). */
+static uint64_t disk_room(const struct daemon *d, const struct disk_usage *u)
+{
+	uint64_t room = UINT64_MAX, used = disk_projected(u) + d->disk_grow + disk_perf_headroom(d);
+	uint64_t owed = d->live ? disk_projected(u) - disk_total(u) : 0;
+
+	if (d->o->max_size)
+		room = used >= d->o->max_size ? 0 : d->o->max_size - used;
+	if (d->o->min_free)
+		room = MIN(room, disk_room_fs(d->s.dir, false, d->o->min_free, false, disk_spool_headroom(d) + owed));
+	if (d->o->out[0])
+		room = MIN(room, disk_room_fs(d->o->out, true, d->o->min_free, !d->o->min_free_given, 0));
+	return room;
+}
+
+/* After a walk: far (the host.data watch rests, the next walk in DISK_FAR_TICKS ticks or once
+ * the growth took the slack) or near (the watch runs, every tick walks). */
+static void disk_far_follow(struct daemon *d, const struct disk_usage *u)
 {
 	struct timeval tv = { 0, DISK_HOST_WATCH_MS * 1000 };
+	uint64_t room = d->disk_cut[0] ? 0 : disk_room(d, u);
+	bool far = room > DISK_NEAR + 2 * DISK_FAR_TICKS * d->disk_grow;
 
-	d->disk_far = disk_bounds_far(d, u);
-	if (!d->disk_watch || d->disk_far == !d->disk_watching)
+	if (far && !d->disk_far_seen) {
+		char a[32];
+
+		log_info("disk: every bound far (%s to the nearest): the session dir walked each second, "
+			 "the growth between charged", disk_size_str(room, a, sizeof(a)));
+		d->disk_far_seen = true;
+	}
+	d->disk_far = far;
+	d->disk_far_proj = disk_projected(u);
+	d->disk_far_slack = far ? (room - DISK_NEAR) / 2 : 0;
+	if (!d->disk_watch || far == !d->disk_watching || d->disk_cut[0])
 		return;
-	if (d->disk_far)
+	if (far)
 		event_del(d->disk_watch);
 	else if (event_add(d->disk_watch, &tv) < 0)
 		return;
-	d->disk_watching = !d->disk_far;
+	d->disk_watching = !far;
 }
 
-void daemon_disk_tick(struct daemon *d)
+/* The session dir walked, the bounds checked, far or near decided. */
+static void disk_walk(struct daemon *d)
 {
 	struct disk_usage u;
 	uint64_t total, size;
 
-	if (d->ph == PH_HELLO || d->ph == PH_STOPPED)
-		return;
-	if (d->disk_far && ++d->disk_far_ticks < DISK_FAR_TICKS)
-		return; /* nothing can reach a bound before the next walk (disk_bounds_far) */
-	d->disk_far_ticks = 0;
 	if (disk_usage(d->s.dir, &u) < 0)
 		return;
 	disk_spools(d, &u); /* with what they still buffer */
 	total = disk_total(&u);
-	/* per tick: after a far stretch the growth spans DISK_FAR_TICKS of them */
-	d->disk_grow = (total > d->disk_total ? total - d->disk_total : 0) / (d->disk_far ? DISK_FAR_TICKS : 1);
+	/* per tick: after a far stretch the growth spans several of them */
+	d->disk_grow = (total > d->disk_total ? total - d->disk_total : 0) / MAX(d->disk_ticks, 1u);
+	d->disk_ticks = 0;
 	d->disk_total = total;
 	d->disk = u;
 	disk_check_limit(d, &u);
-	if (disk_check_floor(d, d->s.dir, "the session dir", d->o->min_free))
+	if (!disk_check_floor(d, d->s.dir, "the session dir", d->o->min_free) && d->o->out[0]) {
+		if (d->o->min_free_given)
+			disk_check_floor(d, d->o->out, "the output", d->o->min_free);
+		else if (disk_fs_of_file(d->o->out, &size, NULL) == 0)
+			disk_check_floor(d, d->o->out, "the output", disk_default_floor(size));
+	}
+	disk_far_follow(d, &u);
+}
+
+void daemon_disk_tick(struct daemon *d)
+{
+	char path[PATH_MAX + 16];
+	struct stat st;
+
+	if (d->ph == PH_HELLO || d->ph == PH_STOPPED)
 		return;
-	disk_watch_follow(d, &u);
-	if (!d->o->out[0])
-		return;
-	if (d->o->min_free_given)
-		disk_check_floor(d, d->o->out, "the output", d->o->min_free);
-	else if (disk_fs_of_file(d->o->out, &size, NULL) == 0)
-		disk_check_floor(d, d->o->out, "the output", disk_default_floor(size));
+	d->disk_ticks++;
+	if (!d->disk_far || d->disk_ticks >= DISK_FAR_TICKS)
+		return disk_walk(d);
+	snprintf(path, sizeof(path), "%s/host.data", d->s.dir);
+	if (d->perf && !d->disk_perf_stopped && stat(path, &st) == 0)
+		d->disk.host = disk_file_bytes(&st);
+	disk_far_check(d);
 }
 
 void daemon_disk_final(struct daemon *d)
