@@ -31,6 +31,14 @@
 #include "util.h"
 
 #define FOLLOW_WAIT_MS 50
+/* While the daemon paces the merge with its "host" words (every 500 ms: its FLUSH to the agent,
+ * then host perf's ping), the follower waits for the next one instead of polling the spools
+ * every FOLLOW_WAIT_MS: what came meanwhile is merged then (the live file lags by at most one
+ * period more); "end", a snapshot and a daemon gone come on the pipe and wake it at once, and
+ * while a snapshot is pending it polls (its guest data comes after the word). A cap in case the
+ * words stop (perf slow to answer its ping, a disk cut). Issue 33: the polls were most of the
+ * follower's wake-ups at 2 MB/s/vCPU. */
+#define FOLLOW_PACED_WAIT_MS 1000
 #define FOLLOW_REFIT_NS 200000000ull /* at most this often, when clock.samples grew */
 
 struct follow {
@@ -45,6 +53,7 @@ struct follow {
 	uint64_t next_refit_ns;
 	unsigned refits;
 	uint64_t clamped; /* guest times raised to the last time written (a refit moved them back) */
+	uint64_t host_words, waits, paced_waits; /* said in the log at the end */
 	off_t samples_size; /* clock.samples when last fitted */
 };
 
@@ -101,6 +110,7 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 	if (sscanf(cmd, "host %llu %llu", &size, &ts) == 2) {
 		if (m->host.present && m->host.follow)
 			merge_host_horizon(&m->host, size, ts);
+		f->host_words++;
 		return 0;
 	}
 	if (sscanf(cmd, "snapshot %llu %n", &ts, &n) == 1 && n > 0 && cmd[n] == '/' && strlen(cmd + n) < sizeof(f->snap_path)) {
@@ -138,13 +148,17 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 }
 
 /* Waits for the daemon's next words (or timeout_ms): 0, or -EPIPE when it is gone. */
-static int follow_wait(struct merge_ctx *m, struct follow *f, int timeout_ms)
+static int follow_wait(struct merge_ctx *m, struct follow *f)
 {
 	struct pollfd p = { .fd = f->fd, .events = POLLIN };
+	bool paced = f->host_words && m->host.present && m->host.follow && !f->snap_path[0];
+	int timeout_ms = paced ? FOLLOW_PACED_WAIT_MS : FOLLOW_WAIT_MS;
 	char buf[512];
 	ssize_t n;
 	int r;
 
+	f->waits++;
+	f->paced_waits += paced;
 	m->vm[0].guest.follow_gen++; /* the spools may have grown meanwhile */
 	if (poll(&p, 1, timeout_ms) <= 0)
 		return 0;
@@ -244,7 +258,7 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 			return 0;
 		} else if (m->pipe && (r = pipe_round(m)) < 0) {
 			return r;
-		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended && m->vm[0].guest.present &&
+		} else if ((r = follow_wait(m, f)) == 0 && !f->ended && m->vm[0].guest.present &&
 			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns && samples_grew(f)) {
 			f->next_refit_ns = now + FOLLOW_REFIT_NS;
 			if (merge_meta_clock_live(&m->vm[0].guest, f->dfd) == 0) {
@@ -313,6 +327,8 @@ int merge_follow(struct merge_ctx *m, const struct merge_options *o, const char 
 	r = f.dfd < 0 ? -errno : merge_follow_loop(m, &f);
 	if (f.dfd >= 0)
 		close(f.dfd);
+	log_info("follow: %" PRIu64 " waits, %" PRIu64 " of them paced by the daemon's %" PRIu64 " host words",
+		 f.waits, f.paced_waits, f.host_words);
 	if (r == 0 && (r = merge_tdata_final(m)) < 0)
 		log_error("%s: the host recording's final tracing data is malformed", o->session_dir);
 	if (r == -EPIPE) {
