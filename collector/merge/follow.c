@@ -53,7 +53,7 @@ struct follow {
 	uint64_t next_refit_ns;
 	unsigned refits;
 	uint64_t clamped; /* guest times raised to the last time written (a refit moved them back) */
-	uint64_t host_words, waits, paced_waits; /* said in the log at the end */
+	uint64_t host_words, waits, paced_waits; /* in the log at the end (debug) */
 	off_t samples_size; /* clock.samples when last fitted */
 };
 
@@ -327,7 +327,7 @@ int merge_follow(struct merge_ctx *m, const struct merge_options *o, const char 
 	r = f.dfd < 0 ? -errno : merge_follow_loop(m, &f);
 	if (f.dfd >= 0)
 		close(f.dfd);
-	log_info("follow: %" PRIu64 " waits, %" PRIu64 " of them paced by the daemon's %" PRIu64 " host words",
+	log_debug("follow: %" PRIu64 " waits, %" PRIu64 " of them paced by the daemon's %" PRIu64 " host words",
 		 f.waits, f.paced_waits, f.host_words);
 	if (r == 0 && (r = merge_tdata_final(m)) < 0)
 		log_error("%s: the host recording's final tracing data is malformed", o->session_dir);
