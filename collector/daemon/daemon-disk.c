@@ -32,7 +32,8 @@
  * tick; a walk comes when the charge reaches half the room above DISK_NEAR. What is not charged
  * then stays below DISK_NEAR: host.data's growth within one tick (64 MiB in 100 ms would be host
  * perf writing 640 MB/s), the live merge's output past DISK_FTRACE_FACTOR (up to twice it, the
- * other half of the room), others' writes to the file system within DISK_FAR_TICKS ticks. */
+ * other half of the room), others' writes to the file system within DISK_FAR_TICKS ticks. While
+ * a snapshot is taken (the live merge writes its file in the session dir) every tick walks. */
 #define DISK_NEAR (64ull << 20)
 #define DISK_FAR_TICKS 10 /* while far, the session dir is walked every 10th tick (1 s) */
 #define DISK_HOST_WATCH_MS 10 /* host.data's size between ticks: 0.5 MB at 50 MB/s */
@@ -256,7 +257,8 @@ void daemon_disk_tick(struct daemon *d)
 	if (d->ph == PH_HELLO || d->ph == PH_STOPPED)
 		return;
 	d->disk_ticks++;
-	if (!d->disk_far || d->disk_ticks >= DISK_FAR_TICKS)
+	/* a snapshot being taken: the live merge writes SESSION/snapshot-N.data, uncharged */
+	if (!d->disk_far || d->disk_ticks >= DISK_FAR_TICKS || d->snap_client)
 		return disk_walk(d);
 	snprintf(path, sizeof(path), "%s/host.data", d->s.dir);
 	if (d->perf && !d->disk_perf_stopped && stat(path, &st) == 0)
