@@ -31,11 +31,12 @@
 #include "util.h"
 
 #define FOLLOW_WAIT_MS 50
-/* While the daemon paces the merge with its "host" words (every 500 ms: its FLUSH to the agent,
- * then host perf's ping), the follower waits for the next one instead of polling the spools
- * every FOLLOW_WAIT_MS: what came meanwhile is merged then (the live file lags by at most one
- * period more); "end", a snapshot and a daemon gone come on the pipe and wake it at once, and
- * while a snapshot is pending it polls (its guest data comes after the word). A cap in case the
+/* When what holds the merge back is the host's horizon, which the daemon's "host" words move
+ * (every 500 ms: its FLUSH to the agent, then host perf's ping), the follower waits for the
+ * next word instead of polling the spools every FOLLOW_WAIT_MS: nothing they bring could be
+ * written before it. Held back by a guest CPU (its pages, its flush marker) or the clock fit,
+ * or with a snapshot pending, it polls as before, so the live file and a snapshot do not lag.
+ * "end", a snapshot and a daemon gone come on the pipe and wake it at once. A cap in case the
  * words stop (perf slow to answer its ping, a disk cut). Issue 33: the polls were most of the
  * follower's wake-ups at 2 MB/s/vCPU. */
 #define FOLLOW_PACED_WAIT_MS 1000
@@ -147,11 +148,12 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 	return 0;
 }
 
-/* Waits for the daemon's next words (or timeout_ms): 0, or -EPIPE when it is gone. */
-static int follow_wait(struct merge_ctx *m, struct follow *f)
+/* Waits for the daemon's next words (at most FOLLOW_WAIT_MS, or FOLLOW_PACED_WAIT_MS when
+ * host_held: only the host's horizon holds the merge back): 0, or -EPIPE when it is gone. */
+static int follow_wait(struct merge_ctx *m, struct follow *f, bool host_held)
 {
 	struct pollfd p = { .fd = f->fd, .events = POLLIN };
-	bool paced = f->host_words && m->host.present && m->host.follow && !f->snap_path[0];
+	bool paced = host_held && f->host_words && m->host.present && m->host.follow && !f->snap_path[0];
 	int timeout_ms = paced ? FOLLOW_PACED_WAIT_MS : FOLLOW_WAIT_MS;
 	char buf[512];
 	ssize_t n;
@@ -198,14 +200,14 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 	for (;;) {
 		struct host_rec *q = NULL;
 		struct merge_source *best = NULL;
-		bool blocked = false;
+		bool blocked = false, host_blocked;
 		uint64_t bt = UINT64_MAX, bound = UINT64_MAX, now, t;
 		int brank = -1;
 		int r = merge_source_host_next(m, &q);
 
 		if (r < 0)
 			return r;
-		if (r == 2)
+		if ((host_blocked = r == 2))
 			blocked = true, bound = m->host.bound, q = NULL;
 		/* No guest time converts before a fit exists (the cycle clock's rate needs the
 		 * early probes): everything waits for it. */
@@ -258,7 +260,7 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 			return 0;
 		} else if (m->pipe && (r = pipe_round(m)) < 0) {
 			return r;
-		} else if ((r = follow_wait(m, f)) == 0 && !f->ended && m->vm[0].guest.present &&
+		} else if ((r = follow_wait(m, f, host_blocked && bound == m->host.bound)) == 0 && !f->ended && m->vm[0].guest.present &&
 			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns && samples_grew(f)) {
 			f->next_refit_ns = now + FOLLOW_REFIT_NS;
 			if (merge_meta_clock_live(&m->vm[0].guest, f->dfd) == 0) {
