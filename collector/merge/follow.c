@@ -31,15 +31,6 @@
 #include "util.h"
 
 #define FOLLOW_WAIT_MS 50
-/* When what holds the merge back is the host's horizon, which the daemon's "host" words move
- * (every 500 ms: its FLUSH to the agent, then host perf's ping), the follower waits for the
- * next word instead of polling the spools every FOLLOW_WAIT_MS: nothing they bring could be
- * written before it. Held back by a guest CPU (its pages, its flush marker) or the clock fit,
- * or with a snapshot pending, it polls as before, so the live file and a snapshot do not lag.
- * "end", a snapshot and a daemon gone come on the pipe and wake it at once. A cap in case the
- * words stop (perf slow to answer its ping, a disk cut). Issue 33: the polls were most of the
- * follower's wake-ups at 2 MB/s/vCPU. */
-#define FOLLOW_PACED_WAIT_MS 1000
 #define FOLLOW_REFIT_NS 200000000ull /* at most this often, when clock.samples grew */
 
 struct follow {
@@ -54,7 +45,6 @@ struct follow {
 	uint64_t next_refit_ns;
 	unsigned refits;
 	uint64_t clamped; /* guest times raised to the last time written (a refit moved them back) */
-	uint64_t host_words, waits, paced_waits; /* in the log at the end (debug) */
 	off_t samples_size; /* clock.samples when last fitted */
 };
 
@@ -111,7 +101,6 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 	if (sscanf(cmd, "host %llu %llu", &size, &ts) == 2) {
 		if (m->host.present && m->host.follow)
 			merge_host_horizon(&m->host, size, ts);
-		f->host_words++;
 		return 0;
 	}
 	if (sscanf(cmd, "snapshot %llu %n", &ts, &n) == 1 && n > 0 && cmd[n] == '/' && strlen(cmd + n) < sizeof(f->snap_path)) {
@@ -148,19 +137,14 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 	return 0;
 }
 
-/* Waits for the daemon's next words (at most FOLLOW_WAIT_MS, or FOLLOW_PACED_WAIT_MS when
- * host_held: only the host's horizon holds the merge back): 0, or -EPIPE when it is gone. */
-static int follow_wait(struct merge_ctx *m, struct follow *f, bool host_held)
+/* Waits for the daemon's next words (or timeout_ms): 0, or -EPIPE when it is gone. */
+static int follow_wait(struct merge_ctx *m, struct follow *f, int timeout_ms)
 {
 	struct pollfd p = { .fd = f->fd, .events = POLLIN };
-	bool paced = host_held && f->host_words && m->host.present && m->host.follow && !f->snap_path[0];
-	int timeout_ms = paced ? FOLLOW_PACED_WAIT_MS : FOLLOW_WAIT_MS;
 	char buf[512];
 	ssize_t n;
 	int r;
 
-	f->waits++;
-	f->paced_waits += paced;
 	m->vm[0].guest.follow_gen++; /* the spools may have grown meanwhile */
 	if (poll(&p, 1, timeout_ms) <= 0)
 		return 0;
@@ -181,14 +165,15 @@ static int follow_wait(struct merge_ctx *m, struct follow *f, bool host_held)
 	return 0;
 }
 
-/* Pipe mode, before waiting: a round marker after what was written (perf script shows a round
- * once it ends) and the buffer out. */
-static int pipe_round(struct merge_ctx *m)
+/* Before waiting: what was merged goes out (perf_writer_flush: a file shows it, compressed or
+ * not, and the disk budget counts it); in pipe mode after a round marker (perf script shows a
+ * round once it ends). */
+static int follow_flush(struct merge_ctx *m)
 {
 	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
 	int r = 0;
 
-	if (m->since_round) {
+	if (m->pipe && m->since_round) {
 		m->since_round = 0;
 		r = perf_writer_record(m->w, &round);
 	}
@@ -200,22 +185,24 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 	for (;;) {
 		struct host_rec *q = NULL;
 		struct merge_source *best = NULL;
-		bool blocked = false, host_blocked;
+		bool blocked = false;
 		uint64_t bt = UINT64_MAX, bound = UINT64_MAX, now, t;
 		int brank = -1;
 		int r = merge_source_host_next(m, &q);
 
 		if (r < 0)
 			return r;
-		if ((host_blocked = r == 2))
+		if (r == 2)
 			blocked = true, bound = m->host.bound, q = NULL;
 		/* No guest time converts before a fit exists (the cycle clock's rate needs the
 		 * early probes): everything waits for it. */
 		if (m->vm[0].guest.present && m->vm[0].guest.follow && !m->vm[0].guest.clock_aligned)
 			blocked = true, bound = 0;
-		/* A guest time after the newest probe would be extrapolated by the fit (on a cycle
-		 * clock, off by its rate error times the distance): nothing is written past it until
-		 * a later probe is in the fit, so every conversion is an interpolation. */
+		/* A guest time after the newest probe fitted would be extrapolated by the fit (on a
+		 * cycle clock, off by its rate error times the distance; slower probes after it
+		 * bound it only by their wide brackets): nothing is written past it until a later
+		 * probe is fitted, so every conversion is an interpolation. A head converted while
+		 * it waited is converted again by the new fit (clock_gen). */
 		if (m->vm[0].guest.present && m->vm[0].guest.follow && m->vm[0].guest.live_fit_until)
 			blocked = true, bound = MIN(bound, m->vm[0].guest.live_fit_until);
 		if (m->vm[0].guest.present && m->vm[0].guest.follow && m->vm[0].guest.perf_clock_needed && m->vm[0].guest.perf_fit_until)
@@ -258,9 +245,9 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 			r = best->kind->emit(m, best);
 		} else if (!q && !best && !blocked) {
 			return 0;
-		} else if (m->pipe && (r = pipe_round(m)) < 0) {
+		} else if ((r = follow_flush(m)) < 0) {
 			return r;
-		} else if ((r = follow_wait(m, f, host_blocked && bound == m->host.bound)) == 0 && !f->ended && m->vm[0].guest.present &&
+		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended && m->vm[0].guest.present &&
 			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns && samples_grew(f)) {
 			f->next_refit_ns = now + FOLLOW_REFIT_NS;
 			if (merge_meta_clock_live(&m->vm[0].guest, f->dfd) == 0) {
@@ -329,8 +316,6 @@ int merge_follow(struct merge_ctx *m, const struct merge_options *o, const char 
 	r = f.dfd < 0 ? -errno : merge_follow_loop(m, &f);
 	if (f.dfd >= 0)
 		close(f.dfd);
-	log_debug("follow: %" PRIu64 " waits, %" PRIu64 " of them paced by the daemon's %" PRIu64 " host words",
-		 f.waits, f.paced_waits, f.host_words);
 	if (r == 0 && (r = merge_tdata_final(m)) < 0)
 		log_error("%s: the host recording's final tracing data is malformed", o->session_dir);
 	if (r == -EPIPE) {
