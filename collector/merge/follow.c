@@ -165,15 +165,14 @@ static int follow_wait(struct merge_ctx *m, struct follow *f, int timeout_ms)
 	return 0;
 }
 
-/* Before waiting: what was merged goes out (perf_writer_flush: a file shows it, compressed or
- * not, and the disk budget counts it); in pipe mode after a round marker (perf script shows a
- * round once it ends). */
-static int follow_flush(struct merge_ctx *m)
+/* Pipe mode, before waiting: a round marker after what was written (perf script shows a round
+ * once it ends) and the buffer out. */
+static int pipe_round(struct merge_ctx *m)
 {
 	static const struct perf_event_header round = { .type = PERF_REC_FINISHED_ROUND, .size = 8 };
 	int r = 0;
 
-	if (m->pipe && m->since_round) {
+	if (m->since_round) {
 		m->since_round = 0;
 		r = perf_writer_record(m->w, &round);
 	}
@@ -198,11 +197,9 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 		 * early probes): everything waits for it. */
 		if (m->vm[0].guest.present && m->vm[0].guest.follow && !m->vm[0].guest.clock_aligned)
 			blocked = true, bound = 0;
-		/* A guest time after the newest probe fitted would be extrapolated by the fit (on a
-		 * cycle clock, off by its rate error times the distance; slower probes after it
-		 * bound it only by their wide brackets): nothing is written past it until a later
-		 * probe is fitted, so every conversion is an interpolation. A head converted while
-		 * it waited is converted again by the new fit (clock_gen). */
+		/* A guest time after the newest probe would be extrapolated by the fit (on a cycle
+		 * clock, off by its rate error times the distance): nothing is written past it until
+		 * a later probe is in the fit, so every conversion is an interpolation. */
 		if (m->vm[0].guest.present && m->vm[0].guest.follow && m->vm[0].guest.live_fit_until)
 			blocked = true, bound = MIN(bound, m->vm[0].guest.live_fit_until);
 		if (m->vm[0].guest.present && m->vm[0].guest.follow && m->vm[0].guest.perf_clock_needed && m->vm[0].guest.perf_fit_until)
@@ -245,7 +242,7 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 			r = best->kind->emit(m, best);
 		} else if (!q && !best && !blocked) {
 			return 0;
-		} else if ((r = follow_flush(m)) < 0) {
+		} else if (m->pipe && (r = pipe_round(m)) < 0) {
 			return r;
 		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended && m->vm[0].guest.present &&
 			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns && samples_grew(f)) {
