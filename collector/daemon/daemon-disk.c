@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* The daemon's disk budget (start --max-size, --min-free): every tick the session dir is
  * walked (spools are counted from their stats, which include what is still buffered), the
- * file systems' free space read, and the session stopped before it would pass either bound:
+ * file systems' free space read, and the session stopped before it would pass either bound
+ * (while every bound is far, only every DISK_FAR_TICKS ticks, the growth between charged from
+ * the spools' stats and a host.data stat per tick: daemon_disk_far; the walk, stats and statfs
+ * were half the daemon's CPU at 2 MB/s/vCPU, bench/RESULTS.md):
  * host perf at once (host.data is the big grower on a busy host: kvm_entry/kvm_exit), the
  * spools then discard what comes. The output is counted ahead (disk_projected: the guest's
  * ftrace pages DISK_FTRACE_FACTOR times over, or the live merge's file when that is larger): the
@@ -23,6 +26,16 @@
 
 #define DISK_PERF_RING (516u << 10) /* perf record's default ring per host CPU (512 KiB + header) */
 #define DISK_FR_RING_MAX (16u << 20)
+/* The far mode (daemon_disk_far): a walk finds every bound more than DISK_NEAR plus
+ * 2 * DISK_FAR_TICKS ticks of the last growth away. Between walks the spools' bytes are charged
+ * as they come (each 256 KiB, at any rate: the guest cannot outrun it) and host.data's once a
+ * tick; a walk comes when the charge reaches half the room above DISK_NEAR. What is not charged
+ * then stays below DISK_NEAR: host.data's growth within one tick (64 MiB in 100 ms would be host
+ * perf writing 640 MB/s), the live merge's output past DISK_FTRACE_FACTOR (up to twice it, the
+ * other half of the room), others' writes to the file system within DISK_FAR_TICKS ticks. While
+ * a snapshot is taken (the live merge writes its file in the session dir) every tick walks. */
+#define DISK_NEAR (64ull << 20)
+#define DISK_FAR_TICKS 10 /* while far, the session dir is walked every 10th tick (1 s) */
 #define DISK_HOST_WATCH_MS 10 /* host.data's size between ticks: 0.5 MB at 50 MB/s */
 
 /* The spools' bytes from their stats: on disk, or about to be. */
@@ -110,11 +123,24 @@ static bool disk_check_floor(struct daemon *d, const char *path, const char *who
 	return true;
 }
 
+static void disk_walk(struct daemon *d);
+
+/* While far: the growth since the walk, as disk_projected counts it, from the spools' stats and
+ * host.data's last size; the next walk now once it took the slack. */
+static void disk_far_check(struct daemon *d)
+{
+	disk_spools(d, &d->disk);
+	if (disk_projected(&d->disk) >= d->disk_far_proj + d->disk_far_slack)
+		disk_walk(d);
+}
+
 void daemon_disk_progress(struct daemon *d)
 {
 	char path[PATH_MAX + 16];
 	struct stat st;
 
+	if (d->disk_far)
+		return disk_far_check(d); /* a spool's 256 KiB: no stat, no statfs */
 	/* host.data grows between ticks too: faster than the spools on a host busy with VM exits */
 	snprintf(path, sizeof(path), "%s/host.data", d->s.dir);
 	if (d->perf && stat(path, &st) == 0)
@@ -139,28 +165,105 @@ int daemon_disk_arm(struct daemon *d)
 	d->disk_watch = event_new(d->base, -1, EV_PERSIST, disk_watch_host, d);
 	if (!d->disk_watch || event_add(d->disk_watch, &tv) < 0)
 		return -ENOMEM;
+	d->disk_watching = true;
 	return 0;
 }
 
-void daemon_disk_tick(struct daemon *d)
+/* Bytes free on path's file system above floor and ahead (0: none, or unknown). */
+static uint64_t disk_room_fs(const char *path, bool of_file, uint64_t floor, bool default_floor, uint64_t ahead)
+{
+	uint64_t size = 0, avail = 0;
+
+	if ((of_file ? disk_fs_of_file(path, &size, &avail) : disk_fs(path, &size, &avail)) < 0)
+		return 0;
+	floor = default_floor ? disk_default_floor(size) : floor;
+	return avail > floor + ahead ? avail - floor - ahead : 0;
+}
+
+/* The room to the nearest bound (UINT64_MAX: none) after the walk u: --max-size against the
+ * projected size, each file system's free space against its floor (the session dir's less what
+ * the spools buffer and, with the live merge, the output it has still to write). */
+static uint64_t disk_room(const struct daemon *d, const struct disk_usage *u)
+{
+	uint64_t room = UINT64_MAX, used = disk_projected(u) + d->disk_grow + disk_perf_headroom(d);
+	uint64_t owed = d->live ? disk_projected(u) - disk_total(u) : 0;
+
+	if (d->o->max_size)
+		room = used >= d->o->max_size ? 0 : d->o->max_size - used;
+	if (d->o->min_free)
+		room = MIN(room, disk_room_fs(d->s.dir, false, d->o->min_free, false, disk_spool_headroom(d) + owed));
+	if (d->o->out[0])
+		room = MIN(room, disk_room_fs(d->o->out, true, d->o->min_free, !d->o->min_free_given, 0));
+	return room;
+}
+
+/* After a walk: far (the host.data watch rests, the next walk in DISK_FAR_TICKS ticks or once
+ * the growth took the slack) or near (the watch runs, every tick walks). */
+static void disk_far_follow(struct daemon *d, const struct disk_usage *u)
+{
+	struct timeval tv = { 0, DISK_HOST_WATCH_MS * 1000 };
+	uint64_t room = d->disk_cut[0] ? 0 : disk_room(d, u);
+	bool far = room > DISK_NEAR + 2 * DISK_FAR_TICKS * d->disk_grow;
+
+	if (far && !d->disk_far_seen) {
+		char a[32];
+
+		log_info("disk: every bound far (%s to the nearest): the session dir walked each second, "
+			 "the growth between charged", disk_size_str(room, a, sizeof(a)));
+		d->disk_far_seen = true;
+	}
+	d->disk_far = far;
+	d->disk_far_proj = disk_projected(u);
+	d->disk_far_slack = far ? (room - DISK_NEAR) / 2 : 0;
+	if (!d->disk_watch || far == !d->disk_watching || d->disk_cut[0])
+		return;
+	if (far)
+		event_del(d->disk_watch);
+	else if (event_add(d->disk_watch, &tv) < 0)
+		return;
+	d->disk_watching = !far;
+}
+
+/* The session dir walked, the bounds checked, far or near decided. */
+static void disk_walk(struct daemon *d)
 {
 	struct disk_usage u;
 	uint64_t total, size;
 
-	if (d->ph == PH_HELLO || d->ph == PH_STOPPED || disk_usage(d->s.dir, &u) < 0)
+	if (disk_usage(d->s.dir, &u) < 0)
 		return;
 	disk_spools(d, &u); /* with what they still buffer */
 	total = disk_total(&u);
-	d->disk_grow = total > d->disk_total ? total - d->disk_total : 0;
+	/* per tick: after a far stretch the growth spans several of them */
+	d->disk_grow = (total > d->disk_total ? total - d->disk_total : 0) / MAX(d->disk_ticks, 1u);
+	d->disk_ticks = 0;
 	d->disk_total = total;
 	d->disk = u;
 	disk_check_limit(d, &u);
-	if (disk_check_floor(d, d->s.dir, "the session dir", d->o->min_free) || !d->o->out[0])
+	if (!disk_check_floor(d, d->s.dir, "the session dir", d->o->min_free) && d->o->out[0]) {
+		if (d->o->min_free_given)
+			disk_check_floor(d, d->o->out, "the output", d->o->min_free);
+		else if (disk_fs_of_file(d->o->out, &size, NULL) == 0)
+			disk_check_floor(d, d->o->out, "the output", disk_default_floor(size));
+	}
+	disk_far_follow(d, &u);
+}
+
+void daemon_disk_tick(struct daemon *d)
+{
+	char path[PATH_MAX + 16];
+	struct stat st;
+
+	if (d->ph == PH_HELLO || d->ph == PH_STOPPED)
 		return;
-	if (d->o->min_free_given)
-		disk_check_floor(d, d->o->out, "the output", d->o->min_free);
-	else if (disk_fs_of_file(d->o->out, &size, NULL) == 0)
-		disk_check_floor(d, d->o->out, "the output", disk_default_floor(size));
+	d->disk_ticks++;
+	/* a snapshot being taken: the live merge writes SESSION/snapshot-N.data, uncharged */
+	if (!d->disk_far || d->disk_ticks >= DISK_FAR_TICKS || d->snap_client)
+		return disk_walk(d);
+	snprintf(path, sizeof(path), "%s/host.data", d->s.dir);
+	if (d->perf && !d->disk_perf_stopped && stat(path, &st) == 0)
+		d->disk.host = disk_file_bytes(&st);
+	disk_far_check(d);
 }
 
 void daemon_disk_final(struct daemon *d)

@@ -81,6 +81,16 @@ struct daemon {
 	struct disk_usage disk;          /* the last tick's walk */
 	struct event *disk_watch;        /* host.data's size between ticks */
 	uint64_t disk_total, disk_grow;
+	/* The last walk found every bound far (daemon-disk.c disk_room): no host.data watch every
+	 * 10 ms, no stat nor statfs per 256 KiB of spool (the walk, stats and statfs were the daemon's
+	 * main fixed cost, issue 33); the growth since that walk is charged from the spools' stats and
+	 * a host.data stat per tick, and the session dir walked again every DISK_FAR_TICKS ticks or
+	 * once the charge reaches disk_far_slack, whichever comes first. */
+	bool disk_far, disk_far_seen;    /* far now; far once (said in the log) */
+	unsigned disk_ticks;             /* ticks since the last walk */
+	uint64_t disk_far_proj;          /* disk_projected at the last walk */
+	uint64_t disk_far_slack;         /* growth allowed before the next walk */
+	bool disk_watching;              /* disk_watch is armed */
 	/* The spools' bytes not yet seen by a disk check: a spool's progress checks the budget
 	 * once DISK_CHECK_STEP has come, not on every read (the check stats and walks). */
 	uint64_t disk_seen[2 * COLLECTOR_MAX_CPUS], disk_unchecked;

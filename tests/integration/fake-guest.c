@@ -10,6 +10,8 @@
  *       | lossy (claims 3 more pages per CPU than it wrote) | no-probe (ERROR to probes)
  *       | trickle (answers each BINARY_REQ with one byte, a second later)
  *       | slow (answers each BINARY_REQ with 64 KiB, 1.5 s later)
+ *       | late-flood (after START's OK, 3 s of nothing, then every page at once: a quiet guest
+ *       that floods, as the daemon's disk budget has let its checks rest)
  *       START's progress (PROGRESS frames when START asks for them; each mode runs at most 15 s):
  *       | slow-start (events 1..6 of 6, 0.7 s apart, the settings step, then OK) | repeat-start (events 1/6 again
  *       and again, 0.5 s apart, no OK) | endless-start (events 1, 2, 3... of 1000000, 0.5 s apart,
@@ -442,6 +444,8 @@ static void do_start(struct fg *g, const struct vt_msg *m)
 	} else {
 		reply_simple(g, VT_MSG_OK, m->hdr.seq);
 	}
+	if (mode(g, "late-flood"))
+		sleep(3);
 	for (uint64_t i = 0; i < g->pages; i++)
 		for (unsigned c = 0; c < g->ncpus; c++)
 			write_page(g, c, i);

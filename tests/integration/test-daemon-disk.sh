@@ -17,6 +17,7 @@ DD=
 cleanup_disk() {
 	[ -n "$DD" ] && kill "$DD" 2>/dev/null
 	mountpoint -q "$T/tiny" 2>/dev/null && umount "$T/tiny"
+	mountpoint -q "$T/mid" 2>/dev/null && umount "$T/mid"
 	cleanup
 }
 trap cleanup_disk EXIT
@@ -74,6 +75,21 @@ want=$(expected_ticks "$S"); got=$(ticks_in "$T/out.data")
 check "guest flood: every spooled event is in the output, perf reads it ($got of $want)" test "$got" -eq "$want" -a "$want" -gt 0
 kill -9 "$FG_PID"; FG_PID=
 
+# 1b. A guest quiet for 3 s, then flooding: the walks found every bound far and the budget's
+# checks rested (daemon-disk.c: no host.data watch, no stat per 256 KiB, a walk a second), yet
+# the spools' bytes are charged as they come: the session stops before --max-size, as in 1.
+fake_guest --dir "$VMDIR" --cpus 2 --pages 25000 --mode late-flood
+out=$(start --no-host --clock ptp --max-size 128M 2>&1); S=$(tail -n 1 <<<"$out")
+check "late flood: the session stops by itself" wait_for 30 status_has 'state: stopped — --max-size 134217728 bytes reached'
+check_out "late flood: the checks rested while the guest was quiet" 'disk: every bound far' cat "$S/collector.log"
+out=$(stop 2>&1); rc=$?
+check "late flood: stop writes the output (rc $rc)" test $rc -eq 0
+total=$(bytes "$S" "$T/out.data")
+check "late flood: session dir + output within --max-size + 2 MiB ($total bytes)" test "$total" -le $((128 * 1048576 + SLACK))
+want=$(expected_ticks "$S"); got=$(ticks_in "$T/out.data")
+check "late flood: every spooled event is in the output ($got of $want)" test "$got" -eq "$want" -a "$want" -gt 0
+kill -9 "$FG_PID"; FG_PID=
+
 # 2. A host busy with events host perf records, the live merge on: host.data is watched
 # between ticks, host perf stopped at the cut, stop hands out the live merge's file.
 fake_guest --dir "$VMDIR" --cpus 2 --pages 20
@@ -116,6 +132,25 @@ check "floor: the file system keeps its floor less 2 MiB ($free bytes free)" tes
 want=$(expected_ticks "$S"); got=$(ticks_in "$T/out.data")
 check "floor: every spooled event is in the output ($got of $want)" test "$got" -eq "$want" -a "$want" -gt 0
 kill -9 "$FG_PID"; FG_PID=
+
+# 3b. The floor from far: a 160 MiB tmpfs, a guest quiet for 3 s then flooding; the file
+# system keeps its floor as in 3.
+mkdir "$T/mid" && mount -t tmpfs -o size=160M,mode=0700 tmpfs "$T/mid" || { fail "cannot mount a tmpfs"; finish; exit 1; }
+mkfifos 2 "$T/mid"
+fake_guest --dir "$T/mid" --cpus 2 --pages 25000 --mode late-flood
+out=$(collector start --name "$VM" --dir "$T/mid" --run-dir "$RUN" --no-host --timeout 5 --max-size none --min-free 16M 2>&1); rc=$?
+check "start on a 160 MiB tmpfs ($out)" test $rc -eq 0
+S=$(tail -n 1 <<<"$out")
+check "late flood, floor: the session stops by itself" wait_for 30 status_has 'state: stopped — free space below --min-free 16777216 bytes \(the session dir\)'
+check_out "late flood, floor: the checks rested while the guest was quiet" 'disk: every bound far' cat "$S/collector.log"
+out=$(stop 2>&1); rc=$?
+check "late flood, floor: stop writes the output (rc $rc)" test $rc -eq 0
+free=$(free_bytes "$T/mid")
+check "late flood, floor: the file system keeps its floor less 2 MiB ($free bytes free)" test "$free" -ge $((16 * 1048576 - SLACK))
+want=$(expected_ticks "$S"); got=$(ticks_in "$T/out.data")
+check "late flood, floor: every spooled event is in the output ($got of $want)" test "$got" -eq "$want" -a "$want" -gt 0
+kill -9 "$FG_PID"; FG_PID=
+umount "$T/mid"
 
 # 4. An output that does not fit where stop writes it (a 1 MiB tmpfs, its default floor):
 # not written, said, the session kept; 'merge' elsewhere has everything. --no-compress: the
