@@ -160,7 +160,7 @@ check "F: every sample of tids 150 and 151 is named vt-spin (or vt-spun after): 
 S=$W/s
 SF=$VT_SOURCE_ROOT/tests/fixtures/host-mmap2-stale-bid/host.data
 mmap2_of() { "$PERF" report --stats -i "$1" 2>/dev/null | sed -n 's/^ *MMAP2 events: *\([0-9]*\).*/\1/p'; }
-check_out "S: the fixture itself makes perf 6.1 warn (build-id.c)" 'assertion failed at util/build-id.c' \
+check_out "S: the fixture itself makes perf 6.1 warn (util/build-id.c)" 'assertion failed at util/build-id.c' \
 	bash -c '"$1" script -i "$2" 2>&1 >/dev/null' _ "$PERF" "$SF"
 cp -r "$VT_SOURCE_ROOT/tests/fixtures/coarse-clock-fork" "$S"
 out=$("$TRACE_COLLECTOR" merge "$S" --host-data "$SF" -o "$W/s.data" 2>&1)
