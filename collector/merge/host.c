@@ -238,6 +238,32 @@ static size_t queue_release(struct merge_host *h, uint64_t limit)
 }
 
 
+/* The kernel (6.1 to 6.18 at least: perf_event_mmap_output) ORs PERF_RECORD_MISC_MMAP_BUILD_ID
+ * into the one mmap event it hands to every listener in turn, and restores its type and size
+ * but not its misc: once a listener with attr.build_id (a 'perf record --buildid-mmap', a
+ * trace-agent on the host) has had it, the MMAP2 records of ours written after carry the bit
+ * over their maj/min/ino body. perf 6.1 then reads maj's low byte as the build-id size and
+ * copies that many bytes into 20 (util/build-id.c build_id__init: "assertion failed at
+ * util/build-id.c:1010", then "stack smashing detected" and perf stops). The body is a whole
+ * maj/min/ino one: the bit goes, the mapping stays. Stale: the record's event has no
+ * attr.build_id, or the bytes cannot be a build-id (size 0 or over 20, reserved bytes set). */
+static bool host_mmap2_stale_build_id(const struct merge_host *h, const uint8_t *r, size_t ai, bool known_attr)
+{
+	struct perf_event_header e;
+	bool any = false;
+
+	memcpy(&e, r, sizeof(e));
+	if (e.type != PERF_RECORD_MMAP2 || !(e.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) || e.size < 72)
+		return false;
+	if (r[40] == 0 || r[40] > ELF_NOTES_BUILD_ID_MAX || r[41] || r[42] || r[43])
+		return true;
+	if (known_attr)
+		return !perf_reader_attr(h->r, ai)->attr.build_id;
+	for (size_t i = 0; i < h->n_attrs; i++) /* perf's synthesized records: id 0 */
+		any = any || perf_reader_attr(h->r, i)->attr.build_id;
+	return !any;
+}
+
 static int host_read_one(struct merge_host *h, struct host_rec **ret_imm)
 {
 	const struct perf_event_header *e;
@@ -250,8 +276,6 @@ static int host_read_one(struct merge_host *h, struct host_rec **ret_imm)
 		return r;
 	}
 	h->records++;
-	if (e->type == PERF_RECORD_MMAP || e->type == PERF_RECORD_MMAP2)
-		merge_gbin_host_record(&h->ids, e);
 	if (e->type == PERF_REC_THREAD_MAP || e->type == PERF_REC_CPU_MAP) {
 		bool *seen = e->type == PERF_REC_THREAD_MAP ? &h->thread_map : &h->cpu_map;
 
@@ -285,6 +309,16 @@ static int host_read_one(struct merge_host *h, struct host_rec **ret_imm)
 	}
 	if (!(*ret_imm = host_copy(h, e, ts)))
 		return -ENOMEM;
+	if (host_mmap2_stale_build_id(h, (*ret_imm)->data, (size_t)ai, r == 0)) {
+		struct perf_event_header nh;
+
+		memcpy(&nh, (*ret_imm)->data, sizeof(nh));
+		nh.misc &= (uint16_t)~PERF_RECORD_MISC_MMAP_BUILD_ID;
+		memcpy((*ret_imm)->data, &nh, sizeof(nh));
+		h->stale_build_ids++;
+	}
+	if (e->type == PERF_RECORD_MMAP || e->type == PERF_RECORD_MMAP2)
+		merge_gbin_host_record(&h->ids, (const struct perf_event_header *)(*ret_imm)->data);
 	if (e->type >= PERF_REC_USER_START || ts == 0)
 		return 1;
 	h->max_ts = MAX(h->max_ts, ts);

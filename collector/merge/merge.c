@@ -224,6 +224,9 @@ static void summary(const struct merge_ctx *m, const char *out)
 	printf("merge summary\n");
 	printf("  host:   %s, %" PRIu64 " samples in, %" PRIu64 " written\n",
 	       m->host.present ? "recording merged" : "none (guest only)", m->host.samples, m->host_written);
+	if (m->host.stale_build_ids)
+		printf("          %" PRIu64 " MMAP2 records' stale build-id flag cleared (the kernel left it from "
+		       "another perf event with build-ids; perf 6.1 would overflow on them)\n", m->host.stale_build_ids);
 	if (m->n_vm > 1)
 		printf("  guests: %zu VMs, each its own perf guest machine (machine_pid = its QEMU pid), %" PRIu64
 		       " guest samples written\n", m->n_vm, m->guest_samples);

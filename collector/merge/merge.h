@@ -315,6 +315,7 @@ struct merge_host {
 	bool eof;
 	uint64_t samples, records, out_of_order;
 	uint64_t lost, lost_records; /* PERF_RECORD_LOST of host perf record: its buffer overflowed */
+	uint64_t stale_build_ids;    /* MMAP2 records whose stale build-id flag was cleared (host.c) */
 	bool thread_map, cpu_map;    /* seen: perf 6.1's --switch-output files repeat them, and perf
 				      * then warns "Extra thread map event": the repeats are dropped */
 	uint64_t *samples_by_attr;

@@ -32,7 +32,8 @@ e2e_cleanup() {
 		echo "--- console log ($LOG)"; tr -d '\r' <"$LOG" 2>/dev/null | tail -n 60
 		for f in "$VM"/sessions/*/collector.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 30 "$f"; }; done
 	fi
-	[ -n "${VT_KEEP:-}" ] && cp -r "$VM/sessions" "$VT_KEEP/" 2>/dev/null; rm -rf "$T"
+	# VT_KEEP=DIR: the sessions and the test's own outputs ($T/*.data) copied there first.
+	[ -n "${VT_KEEP:-}" ] && mkdir -p "$VT_KEEP" && cp -r "$VM/sessions" "$T"/*.data "$VT_KEEP/" 2>/dev/null; rm -rf "$T"
 }
 
 tc() { "$TRACE_COLLECTOR" "$@"; }
