@@ -74,7 +74,7 @@ static void follow_snapshot(struct merge_ctx *m, struct follow *f)
 	if (r == 0 && !m->index_done)
 		r = merge_out_guest_index(m);
 	if (r == 0)
-		r = merge_out_snapshot(m, data);
+		r = merge_header_snapshot(m, data);
 	if (r == 0)
 		r = merge_dir_finish(m, tmp);
 	if (r == 0 && rename(tmp, f->snap_path) < 0)

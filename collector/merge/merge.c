@@ -385,7 +385,7 @@ static int merge_finish(struct merge_ctx *m, const struct merge_options *o, cons
 
 	if (!m->index_done && (r = merge_out_guest_index(m)) < 0)
 		return r;
-	if ((r = merge_out_finish(m)) < 0) {
+	if ((r = merge_header_finish(m)) < 0) {
 		log_error("%s: cannot write: %s", data, strerror(-r));
 		return r;
 	}

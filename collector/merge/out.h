@@ -58,16 +58,20 @@ int merge_out_guest_index(struct merge_ctx *m);
 /* Writes c's head (a vCPU of vm): a LOST_SAMPLES or a sample (vm's task COMMs go before its
  * first sample). */
 int merge_out_guest(struct merge_ctx *m, struct merge_vm *vm, struct guest_cpu *c);
-/* Final round marker, features, attrs, header. */
-int merge_out_finish(struct merge_ctx *m);
+/* header.c: final round marker, features, attrs, header. */
+int merge_header_finish(struct merge_ctx *m);
 /* A perf.data at path of what was written so far, the merge going on (merge --follow's
  * "snapshot"): a FINISHED_ROUND, then perf_writer_snapshot with the header as at the end. */
-int merge_out_snapshot(struct merge_ctx *m, const char *path);
+int merge_header_snapshot(struct merge_ctx *m, const char *path);
 void merge_out_free(struct merge_ctx *m);
 /* Writes one record, FINISHED_ROUND markers between timed ones (ts 0: untimed). The sources
  * (source.c's host records, gperf.c's) call down into it; out.c writes the guest perf attrs and
  * the guest kernel's maps itself, so it calls no source back. */
 int merge_out_emit(struct merge_ctx *m, const void *rec, uint64_t ts);
+/* out.c, for header.c's EVENT_DESC: a VM's tracepoints and guest perf events, a perf event's name. */
+size_t merge_out_vm_n_events(const struct merge_vm *vm);
+size_t merge_out_vm_n_perf(const struct merge_vm *vm);
+void merge_out_gperf_name(const struct merge_gperf *gp, size_t e, char *buf, size_t len);
 /* gperf.c: writes c's head record (a vCPU stream of vm), converted. */
 int merge_gperf_emit(struct merge_ctx *m, struct merge_vm *vm, struct gperf_cpu *c);
 /* dir.c: keeps an existing OUT as OUT.old, decides the output's form (a perf.data
