@@ -300,7 +300,10 @@ class Bench:
                     f"pre_stop_cg_cpu_s={cg_pre:.3f} stop_phase_cpu_s={host_cpu - cg_pre:.3f} summary={summ!r}")
         if r.returncode:
             self.record("host stop_output=" + repr(text[-2000:]))
-        if sess:
+        if sess and os.environ.get("VT_BENCH_KEEP_SESSIONS"):  # a dir: the session dirs go there
+            os.makedirs(os.environ["VT_BENCH_KEEP_SESSIONS"], exist_ok=True)
+            subprocess.run(["mv", sess.group(1), os.environ["VT_BENCH_KEEP_SESSIONS"]])
+        elif sess:
             subprocess.run(["rm", "-rf", sess.group(1)])
         if self.a.keep and self.a.out and os.path.exists(self.session_out):
             self.kept = getattr(self, "kept", 0) + 1

@@ -24,6 +24,9 @@ struct clock_segment {
 
 #define CLOCKFIT_MAX_SEGMENTS 64
 #define CLOCKFIT_SAMPLE_LINE 96 /* 4 u64s, 3 spaces, newline, NUL */
+/* A probe whose round trip is under this bounds the live merge's horizon (collector/merge
+ * meta.c); the daemon probes again soon after a slower one while the live merge runs. */
+#define CLOCKFIT_LIVE_RTT_MAX_NS 2000000ull
 
 struct clock_fit {
 	unsigned nseg;

@@ -14,6 +14,9 @@
 #include "log.h"
 #include "util.h"
 
+#define LIVE_PROBE_NS 1000000000ull
+#define LIVE_RETRY_NS 250000000ull
+
 static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 {
 	uint64_t id, host, guest, mono, now = util_now_ns(CLOCK_MONOTONIC);
@@ -41,6 +44,13 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 	if (!strcmp(d->s.clock_method, "ptp"))
 		clocksync_probe(&d->clk, d->probe_mark,
 				&(struct clock_sample){ .id = id, .host_send = host, .guest = guest, .host_recv = now });
+	/* The live merge writes guest events up to the newest probe answered within
+	 * CLOCKFIT_LIVE_RTT_MAX_NS: while it runs, a probe a second at least, and after a slower
+	 * answer (the guest's CPUs or the host busy) another one in LIVE_RETRY_NS, so that a
+	 * flood's session is merged while it traces, not at stop (bench/RESULTS.md). */
+	if (d->live && d->ph == PH_TRACING && !strcmp(d->s.clock_method, "ptp"))
+		d->next_probe_ns = MIN(d->next_probe_ns, now + (now - host > CLOCKFIT_LIVE_RTT_MAX_NS ?
+								LIVE_RETRY_NS : LIVE_PROBE_NS));
 	if (!d->probe_mark) /* no-op unless guest perf runs beside a trace clock other than mono */
 		clocksync_perf_probe(&d->clk, &(struct clock_sample){ .id = id, .host_send = host, .guest = mono,
 								       .host_recv = now });

@@ -57,7 +57,7 @@ struct merge_options {
 /* Slow probes only for this long past the newest fitted one: the live horizon goes on through
  * those whose round trip is under MERGE_LIVE_EXTRA_MAX_NS, the bound stated growing by it. */
 #define MERGE_LIVE_LAG_NS 1000000000ull
-#define MERGE_LIVE_EXTRA_MAX_NS 2000000ull
+#define MERGE_LIVE_EXTRA_MAX_NS CLOCKFIT_LIVE_RTT_MAX_NS
 
 /* What was dropped or lost, by kind (the summary prints each non-zero one). */
 struct merge_losses {
@@ -103,6 +103,7 @@ struct guest_task {
 struct guest_cpu {
 	uint32_t cpu;
 	int fd;
+	int direct_fd;          /* following: the spool with O_DIRECT (-1: none) */
 	uint64_t data_off, data_end; /* first ring page; end of whole pages before the end marker */
 	uint64_t pos;
 	bool have_end;
@@ -114,7 +115,10 @@ struct guest_cpu {
 	uint64_t stat_gen;      /* following: follow_gen when the spool's size was last read */
 	uint64_t end_overrun;       /* the ring's overrun in the end marker */
 	uint64_t ring_lost_written; /* ring losses reported so far (LOST_SAMPLES) */
-	uint8_t *page;
+	uint8_t *page;          /* the begin marker search's page */
+	uint8_t *rbuf;          /* whole pages from rb_off: read GUEST_RBUF at a time */
+	uint64_t rb_off;
+	size_t rb_len;
 	bool in_page;
 	struct ftrace_page it;
 	uint64_t last_raw_ts, last_ts;
