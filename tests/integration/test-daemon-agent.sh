@@ -150,9 +150,9 @@ check_out "merge kept every guest time inside the window" '^guest_outside_window
 out=$(start --no-host -e sched:sched_switch --buffer-kb 1024 2>&1); rc=$?
 check "fourth session starts ($out)" test $rc -eq 0
 kill -9 "$(daemon_pid)"
-py mark "$INST" vtfifo$$d $N
-check "cpu0's FIFO is full (64 KiB queued, nobody reading)" \
-	wait_for 20 bash -c "test \"\$(python3 '$HELP' queued '$VMDIR/trace-path-cpu0.out')\" -ge 65536"
+py mark "$INST" vtfifo$$d $((N * 3)) # the daemon raised the FIFOs' buffers to 1 MiB
+check "cpu0's FIFO is full (1 MiB queued, nobody reading)" \
+	wait_for 20 bash -c "test \"\$(python3 '$HELP' queued '$VMDIR/trace-path-cpu0.out')\" -ge 1048576"
 kill -TERM "$AGENT_PID"
 check "agent exits on one SIGTERM though its ports are blocked" wait_for 20 bash -c "! kill -0 $AGENT_PID 2>/dev/null"
 kill -0 "$AGENT_PID" 2>/dev/null && kill -9 "$AGENT_PID"

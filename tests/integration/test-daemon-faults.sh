@@ -133,6 +133,8 @@ check_out "daemon alive after disk full" '^cpu0 ' status
 out=$(stop 2>&1); rc=$?
 check "stop after disk full succeeds" test $rc -eq 0
 grep -q '^stopped: disk full' <<<"$out" && ok "summary says disk full" || fail "disk full: $out"
-r=$(spool_check "$S/cpu0.spool" "$(ini "$S" session_id)")
+# The spool that filled the disk holds its pages; the other may hold none (its buffer came
+# after: a FIFO read up to 1 MiB a wake-up, and the disk holds 1 MiB).
+r="$(spool_check "$S/cpu0.spool" "$(ini "$S" session_id)") | $(spool_check "$S/cpu1.spool" "$(ini "$S" session_id)")"
 grep -Eq 'pages=[1-9][0-9]* ' <<<"$r" && ok "what was spooled is kept ($r)" || fail "after disk full: $r"
 finish
