@@ -170,8 +170,9 @@ int perf_writer_flush(struct perf_writer *w)
 		return 0;
 	if (w->limit && w->flushed + w->blen > w->limit)
 		return -EFBIG;
-	/* The partial block through the buffered fd, kept: it goes out whole (O_DIRECT) later. */
-	if ((r = out_pwrite(w->fd, w->buf, w->blen, w->flushed)) == 0)
+	/* The partial block's new bytes through the buffered fd (those before w->shown are in the
+	 * file already), kept: the block goes out whole (O_DIRECT) later. */
+	if ((r = out_pwrite(w->fd, w->buf + w->shown, w->blen - w->shown, w->flushed + w->shown)) == 0)
 		w->shown = w->blen;
 	return r;
 }
