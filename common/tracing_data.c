@@ -228,66 +228,42 @@ int tracing_data_for_each(const struct tracing_data *td,
 	return 0;
 }
 
-struct out {
-	uint8_t *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void out_put(struct out *o, const void *d, size_t n)
-{
-	if (o->oom)
-		return;
-	if (o->len + n > o->cap) {
-		size_t cap = MAX(o->cap * 2, o->len + n + 4096);
-		uint8_t *p = realloc(o->p, cap);
-
-		if (!p) {
-			o->oom = true;
-			return;
-		}
-		o->p = p, o->cap = cap;
-	}
-	memcpy(o->p + o->len, d, n);
-	o->len += n;
-}
-
-static void out_text(struct out *o, size_t size_bytes, const struct td_text *t)
+static void out_text(struct util_buf *o, size_t size_bytes, const struct td_text *t)
 {
 	uint64_t n = t->len;
 
-	out_put(o, &n, size_bytes);
-	out_put(o, t->data, t->len);
+	util_buf_put(o, &n, size_bytes);
+	util_buf_put(o, t->data, t->len);
 }
 
-static void out_events(struct out *o, const struct td_system *s)
+static void out_events(struct util_buf *o, const struct td_system *s)
 {
 	uint32_t n = (uint32_t)s->n_events;
 
-	out_put(o, &n, 4);
+	util_buf_put(o, &n, 4);
 	for (size_t i = 0; i < s->n_events; i++)
 		out_text(o, 8, &s->events[i]);
 }
 
 int tracing_data_build(const struct tracing_data *td, uint8_t **ret_buf, size_t *ret_len)
 {
-	struct out o = { 0 };
+	struct util_buf o = { 0 };
 	uint8_t zero = 0;
 	uint32_t n = (uint32_t)td->n_systems;
 
-	out_put(&o, td_magic, sizeof(td_magic));
-	out_put(&o, td->version, strlen(td->version) + 1);
-	out_put(&o, &zero, 1);
-	out_put(&o, &td->long_size, 1);
-	out_put(&o, &td->page_size, 4);
-	out_put(&o, "header_page", 12);
+	util_buf_put(&o, td_magic, sizeof(td_magic));
+	util_buf_put(&o, td->version, strlen(td->version) + 1);
+	util_buf_put(&o, &zero, 1);
+	util_buf_put(&o, &td->long_size, 1);
+	util_buf_put(&o, &td->page_size, 4);
+	util_buf_put(&o, "header_page", 12);
 	out_text(&o, 8, &td->header_page);
-	out_put(&o, "header_event", 13);
+	util_buf_put(&o, "header_event", 13);
 	out_text(&o, 8, &td->header_event);
 	out_events(&o, &td->ftrace);
-	out_put(&o, &n, 4);
+	util_buf_put(&o, &n, 4);
 	for (size_t i = 0; i < td->n_systems; i++) {
-		out_put(&o, td->systems[i].name, strlen(td->systems[i].name) + 1);
+		util_buf_put(&o, td->systems[i].name, strlen(td->systems[i].name) + 1);
 		out_events(&o, &td->systems[i]);
 	}
 	out_text(&o, 4, &td->kallsyms);

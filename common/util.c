@@ -376,3 +376,21 @@ int util_unix_connect(const char *path, int extra_flags, int *ret_fd)
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
+
+void util_buf_put(struct util_buf *b, const void *d, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = MAX(b->cap * 2, b->len + n + 4096);
+		uint8_t *np = realloc(b->p, cap);
+
+		if (!np) {
+			b->oom = true;
+			return;
+		}
+		b->p = np, b->cap = cap;
+	}
+	memcpy(b->p + b->len, d, n);
+	b->len += n;
+}

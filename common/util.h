@@ -42,6 +42,14 @@ int util_copy_range(int in, int out, uint64_t from, uint64_t to);
  * nothing moved, else -errno. */
 ssize_t util_xfer_step(ssize_t n);
 /* Read a whole file of at most max bytes (NUL-terminated copy); -EFBIG past max. */
+/* A growable byte buffer: a put that cannot grow it sets oom (sticky) and adds nothing. */
+struct util_buf {
+	uint8_t *p;
+	size_t len, cap;
+	bool oom;
+};
+void util_buf_put(struct util_buf *b, const void *d, size_t n);
+
 int util_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len);
 /* Same, relative to a directory fd. */
 int util_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);

@@ -527,8 +527,8 @@ static void spool_write_failed(struct spool *s, int err)
 static ssize_t spool_read_port(struct spool *s)
 {
 	for (;;) {
-		/* Discarding: the buffer's bytes are all in the file (persisted first), reuse it. */
-		/* READ_MAX a read: the limits act between reads (docs/security.md) */
+		/* Discarding: the buffer's bytes are all in the file (persisted first), reuse it.
+		 * READ_MAX a read: the limits act between reads (docs/security.md). */
 		uint8_t *to = s->discard ? s->buf : s->buf + s->fill;
 		ssize_t n = read(s->port->rfd, to, MIN(READ_MAX, s->discard ? SPOOL_BUF : SPOOL_BUF - s->fill));
 

@@ -291,6 +291,15 @@ static uint64_t fr_flush_pages(int dfd, unsigned cpu)
 		return 0;
 	return n;
 }
+static void cpu_close(struct guest_cpu *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->direct_fd >= 0)
+		close(c->direct_fd);
+	c->fd = c->direct_fd = -1;
+}
+
 static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 {
 	char name[32];
@@ -359,11 +368,7 @@ int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t w
 		if (open_cpu(g, dfd, &g->cpus[i]) < 0) {
 			g->loss.dropped_cpus++;
 			g->cpus[i].data_end = g->cpus[i].pos = 0;
-			if (g->cpus[i].fd >= 0)
-				close(g->cpus[i].fd);
-			if (g->cpus[i].direct_fd >= 0)
-				close(g->cpus[i].direct_fd);
-			g->cpus[i].fd = g->cpus[i].direct_fd = -1; /* dropped: not walked, not counted again */
+			cpu_close(&g->cpus[i]); /* dropped: not walked, not counted again */
 		}
 	}
 	g->present = true;
@@ -435,7 +440,7 @@ static const uint8_t *page_at(struct merge_guest *g, struct guest_cpu *c, uint64
 		close(c->direct_fd);
 		c->direct_fd = -1;
 	}
-	if (n < 0 && want)
+	if (n < (ssize_t)g->page_size && want) /* no O_DIRECT, or it came short: buffered */
 		n = pread(c->fd, c->rbuf, want, (off_t)at);
 	if (n < (ssize_t)g->page_size)
 		return NULL;
@@ -659,10 +664,7 @@ void merge_guest_free(struct merge_guest *g)
 	if (!g)
 		return;
 	for (uint32_t i = 0; g->cpus && i < g->ncpus; i++) {
-		if (g->cpus[i].fd >= 0)
-			close(g->cpus[i].fd);
-		if (g->cpus[i].direct_fd >= 0)
-			close(g->cpus[i].direct_fd);
+		cpu_close(&g->cpus[i]);
 		free(g->cpus[i].page);
 		free(g->cpus[i].rbuf);
 	}

@@ -15,39 +15,14 @@
 #include "perf_writer.h"
 #include "util.h"
 
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void buf_put(struct buf *b, const void *d, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n > b->cap) {
-		size_t cap = MAX(b->cap * 2, b->len + n + 1024);
-		uint8_t *np = realloc(b->p, cap);
-
-		if (!np) {
-			b->oom = true;
-			return;
-		}
-		b->p = np, b->cap = cap;
-	}
-	memcpy(b->p + b->len, d, n);
-	b->len += n;
-}
-
-/* perf_header_string: u32 len (strlen + 1 rounded up to 64), zero padded. */
-static void buf_string(struct buf *b, const char *s)
+static void buf_string(struct util_buf *b, const char *s)
 {
 	static const uint8_t zero[64];
 	uint32_t n = (uint32_t)ALIGN_UP(strlen(s) + 1, 64);
 
-	buf_put(b, &n, 4);
-	buf_put(b, s, strlen(s));
-	buf_put(b, zero, n - strlen(s));
+	util_buf_put(b, &n, 4);
+	util_buf_put(b, s, strlen(s));
+	util_buf_put(b, zero, n - strlen(s));
 }
 
 /* A host tracepoint's "sys:name" by its id, from the tracing data: a file perf still writes
@@ -155,7 +130,7 @@ static void attr_name(const struct merge_ctx *m, char **host, size_t i, char *bu
 	snprintf(buf, len, "unknown");
 }
 
-static int event_desc(struct merge_ctx *m, struct buf *b)
+static int event_desc(struct merge_ctx *m, struct util_buf *b)
 {
 	char **names = host_names(m);
 	uint32_t nr = (uint32_t)m->n_attrs, asz = PERF_ATTR_SIZE;
@@ -163,18 +138,18 @@ static int event_desc(struct merge_ctx *m, struct buf *b)
 
 	if (!names)
 		return -ENOMEM;
-	buf_put(b, &nr, 4);
-	buf_put(b, &asz, 4);
+	util_buf_put(b, &nr, 4);
+	util_buf_put(b, &asz, 4);
 	for (size_t i = 0; i < m->n_attrs; i++) {
 		const struct perf_attr_ids *a = &m->attrs[i];
 		uint32_t nids = (uint32_t)a->n_ids;
 		char name[2 * TEP_FORMAT_MAX_NAME + 32];
 
 		attr_name(m, names, i, name, sizeof(name));
-		buf_put(b, &a->attr, PERF_ATTR_SIZE);
-		buf_put(b, &nids, 4);
+		util_buf_put(b, &a->attr, PERF_ATTR_SIZE);
+		util_buf_put(b, &nids, 4);
 		buf_string(b, name);
-		buf_put(b, a->ids, a->n_ids * 8);
+		util_buf_put(b, a->ids, a->n_ids * 8);
 	}
 	for (size_t i = 0; i < nh; i++)
 		free(names[i]);
@@ -229,7 +204,7 @@ static int feats_add(struct feats *fs, unsigned bit, uint8_t *owned, const void 
  * GUEST_KERNEL | BUILD_ID_SIZE), s32 pid = machine_pid, u8 id[20], u8 size, 3 reserved, then the
  * name perf gives the guest's kernel map ("[guest.kernel.kallsyms.<pid>]", machine.c) padded
  * to 64. */
-static void guest_build_id(const struct merge_guest *g, struct buf *b)
+static void guest_build_id(const struct merge_guest *g, struct util_buf *b)
 {
 	static const uint8_t zero[64];
 	char name[64];
@@ -242,11 +217,11 @@ static void guest_build_id(const struct merge_guest *g, struct buf *b)
 
 	memcpy(id, g->build_id, g->build_id_len);
 	id[20] = (uint8_t)g->build_id_len;
-	buf_put(b, &h, 8);
-	buf_put(b, &pid, 4);
-	buf_put(b, id, 24);
-	buf_put(b, name, nl);
-	buf_put(b, zero, padded - nl);
+	util_buf_put(b, &h, 8);
+	util_buf_put(b, &pid, 4);
+	util_buf_put(b, id, 24);
+	util_buf_put(b, name, nl);
+	util_buf_put(b, zero, padded - nl);
 }
 
 static bool vm_has_build_id(const struct merge_vm *vm)
@@ -255,13 +230,13 @@ static bool vm_has_build_id(const struct merge_vm *vm)
 }
 
 /* The host's BUILD_ID entries, kept, plus each guest kernel's. */
-static int build_ids(struct merge_ctx *m, struct buf *b)
+static int build_ids(struct merge_ctx *m, struct util_buf *b)
 {
 	_cleanup_free_ uint8_t *d = NULL;
 	size_t len;
 
 	if (m->host.present && perf_reader_feature(m->host.r, PERF_FEAT_BUILD_ID, &d, &len) == 0)
-		buf_put(b, d, len);
+		util_buf_put(b, d, len);
 	for (size_t v = 0; v < m->n_vm; v++)
 		if (vm_has_build_id(&m->vm[v]))
 			guest_build_id(&m->vm[v].guest, b);
@@ -327,7 +302,7 @@ static int feats_host(struct merge_ctx *m, struct feats *fs, uint32_t cpus)
 /* The header's feature sections for what was written so far: in fs, which owns them. */
 static int out_feats(struct merge_ctx *m, struct feats *fs, uint32_t cpus[2], uint64_t stime[2])
 {
-	struct buf desc = { 0 }, bids = { 0 };
+	struct util_buf desc = { 0 }, bids = { 0 };
 	uint8_t *td = NULL;
 	size_t td_len = 0;
 	int r;
