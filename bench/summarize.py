@@ -204,6 +204,12 @@ def tcfifo(lines):
         ("events lost in the guest ring", lambda r: 100.0 * int(r["overrun"]) / int(r["events"]), "{:.1f}%"),
         ("guest tool CPU per GB (whole session)", lambda r: int(r["guest_cpu_us"]) / 1e6 / gb(r), "{:.2f} s"),
         ("host CPU per GB, whole session", lambda r: float(r["host"]["host_cpu_s"]) / gb(r), "{:.2f} s"),
+        # issue 33's measure: ours without start's other processes and host perf (the daemon's whole
+        # life, the follower, the stop phase); theirs is all trace-cmd record does
+        ("host CPU per GB, daemon + follower + stop (theirs: whole)",
+         lambda r: (float(r["host"]["pre_stop_daemon_cpu_s"]) + float(r["host"].get("pre_stop_follower_cpu_s", 0)) +
+                    float(r["host"]["stop_phase_cpu_s"])) / gb(r) if r["kind"] == "ours" else
+         float(r["host"]["host_cpu_s"]) / gb(r), "{:.2f} s"),
         ("GB moved per session", gb, "{:.3f}"),
         ("output file", lambda r: int(r["host"]["out_bytes"]) / 1e6, "{:.1f} MB"),
         ("stop → file", lambda r: float(r["host"]["stop_s"]), "{:.2f} s"),

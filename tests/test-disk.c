@@ -143,6 +143,20 @@ TEST(usage_walks_the_session_dir)
 	CHECK_INT(u.host, ==, 20000);
 	CHECK_INT(u.other, ==, 5000 + 100);
 	CHECK_INT(disk_total(&u), ==, 12288 + 20000 + 30000 + 5100);
+	/* guest/ fixed: walked once, its total kept and counted unwalked after */
+	uint64_t fixed = UINT64_MAX;
+
+	CHECK_INT(disk_usage_fixed(tmpl, "guest", &fixed, &u), ==, 0);
+	CHECK_INT(fixed, ==, 5100);
+	CHECK_INT(u.other, ==, 5100);
+	snprintf(path, sizeof(path), "%s/guest", tmpl);
+	write_n(path, "later", 700);
+	write_n(tmpl, "clock.samples", 300); /* the rest is walked each time */
+	CHECK_INT(disk_usage_fixed(tmpl, "guest", &fixed, &u), ==, 0);
+	CHECK_INT(u.other, ==, 5100 + 300);
+	CHECK_INT(u.spools, ==, 12288);
+	CHECK_INT(disk_usage(tmpl, &u), ==, 0);
+	CHECK_INT(u.other, ==, 5100 + 700 + 300);
 	snprintf(path, sizeof(path), "%s/nothere", tmpl);
 	CHECK_INT(disk_usage(path, &u), ==, -ENOENT);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);

@@ -54,6 +54,8 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 	if (!d->probe_mark) /* no-op unless guest perf runs beside a trace clock other than mono */
 		clocksync_perf_probe(&d->clk, &(struct clock_sample){ .id = id, .host_send = host, .guest = mono,
 								       .host_recv = now });
+	if (!strcmp(d->s.clock_method, "ptp") || (!d->probe_mark && d->clk.perf_fd >= 0))
+		live_clock(d); /* the follower refits now instead of polling clock.samples */
 	if (d->ph == PH_TRACING && d->holdout_due) {
 		d->holdout_due = false;
 		daemon_probe_send(d, true);

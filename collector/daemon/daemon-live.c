@@ -247,6 +247,12 @@ void live_tick(struct daemon *d, uint64_t now)
 		l->ping_ns[l->pings++ % LIVE_PINGS] = util_now_ns(CLOCK_MONOTONIC);
 }
 
+void live_clock(struct daemon *d)
+{
+	if (d->live && d->live->started && !d->live->failed)
+		live_say(d->live, "clock\n");
+}
+
 bool live_snapshot_begin(struct daemon *d, unsigned n)
 {
 	struct live *l = d->live;

@@ -221,6 +221,7 @@ int daemon_run(const struct start_opts *o, int lock_fd, int notify_fd)
 	d->lock_fd = lock_fd;
 	d->notify_fd = notify_fd;
 	d->guest_dirfd = d->clk.samples_fd = d->clk.holdout_fd = -1;
+	d->disk_guest = UINT64_MAX;
 	for (unsigned k = 0; k < ARRAY_SIZE(d->data); k++)
 		d->data[k].rfd = d->data[k].wfd = -1;
 	d->ctl.rfd = d->ctl.wfd = -1;

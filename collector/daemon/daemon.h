@@ -81,6 +81,7 @@ struct daemon {
 	struct disk_usage disk;          /* the last tick's walk */
 	struct event *disk_watch;        /* host.data's size between ticks */
 	uint64_t disk_total, disk_grow;
+	uint64_t disk_guest;             /* guest/'s bytes once complete (UINT64_MAX: not walked yet) */
 	/* The last walk found every bound far (daemon-disk.c disk_room): no host.data watch every
 	 * 10 ms, no stat nor statfs per 256 KiB of spool (the walk, stats and statfs were the daemon's
 	 * main fixed cost, issue 33); the growth since that walk is charged from the spools' stats and
@@ -233,6 +234,8 @@ bool live_snapshot_begin(struct daemon *d, unsigned n);
 /* 1: written (path), -1: the follower could not, or not in time (why; the caller merges the
  * spools instead), 0: not yet. */
 int live_snapshot_poll(struct daemon *d, uint64_t now, char *path, size_t len, char *why, size_t wlen);
+/* A probe's times are in clock.samples: "clock" to the follower. */
+void live_clock(struct daemon *d);
 /* The agent's answer to a live FLUSH (true: it was one). */
 bool live_flush_answer(struct daemon *d, uint32_t frame, bool ok, const char *err);
 /* At finalize: "end" to the follower, its exit awaited, session.ini live_merge set. */

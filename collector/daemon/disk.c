@@ -71,8 +71,10 @@ static bool disk_is_spool(const char *name)
 }
 
 /* Sums the regular files under dirfd (taken: closed here) into *into, or at the top level by
- * name (into NULL); depth-bounded, symlinks not followed. */
-static int disk_walk(int dirfd, unsigned depth, uint64_t *into, struct disk_usage *u)
+ * name (into NULL); depth-bounded, symlinks not followed. At the top level the directory named
+ * fixed counts *fixed_bytes, walked only while that is UINT64_MAX (then set). */
+static int disk_walk(int dirfd, unsigned depth, uint64_t *into, struct disk_usage *u, const char *fixed,
+		     uint64_t *fixed_bytes)
 {
 	DIR *dir = fdopendir(dirfd);
 	struct dirent *e;
@@ -87,11 +89,25 @@ static int disk_walk(int dirfd, unsigned depth, uint64_t *into, struct disk_usag
 			continue;
 		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* gone meanwhile */
+		if (S_ISDIR(st.st_mode) && !into && fixed && !strcmp(e->d_name, fixed) && *fixed_bytes != UINT64_MAX) {
+			u->other += *fixed_bytes;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode) && !into && fixed && !strcmp(e->d_name, fixed)) {
+			int fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			uint64_t b = 0;
+
+			if (fd >= 0 && disk_walk(fd, depth + 1, &b, u, NULL, NULL) == 0)
+				*fixed_bytes = b;
+			u->other += b;
+			continue;
+		}
 		if (S_ISDIR(st.st_mode) && depth < 8) {
 			int fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 			if (fd >= 0) /* live.data is a directory when it has the guest's kallsyms */
-				disk_walk(fd, depth + 1, into ? into : !strcmp(e->d_name, "live.data") ? &u->live : &u->other, u);
+				disk_walk(fd, depth + 1, into ? into : !strcmp(e->d_name, "live.data") ? &u->live : &u->other,
+					  u, NULL, NULL);
 			continue;
 		}
 		if (!S_ISREG(st.st_mode) || (!into && !strcmp(e->d_name, ".reserve")))
@@ -113,13 +129,18 @@ static int disk_walk(int dirfd, unsigned depth, uint64_t *into, struct disk_usag
 
 int disk_usage(const char *dir, struct disk_usage *ret)
 {
+	return disk_usage_fixed(dir, NULL, NULL, ret);
+}
+
+int disk_usage_fixed(const char *dir, const char *fixed, uint64_t *fixed_bytes, struct disk_usage *ret)
+{
 	struct disk_usage u = { 0 };
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int r;
 
 	if (fd < 0)
 		return -errno;
-	r = disk_walk(fd, 0, NULL, &u);
+	r = disk_walk(fd, 0, NULL, &u, fixed, fixed_bytes);
 	if (r == 0)
 		*ret = u;
 	return r;

@@ -36,6 +36,9 @@ int disk_fs_of_file(const char *path, uint64_t *ret_size, uint64_t *ret_free);
 uint64_t disk_file_bytes(const struct stat *st);
 /* Every regular file under dir (symlinks not followed). */
 int disk_usage(const char *dir, struct disk_usage *ret);
+/* The same, with dir's subdirectory named fixed (one that no longer changes) walked once: while
+ * *fixed_bytes is UINT64_MAX; its total is kept there and counted in later walks unwalked. */
+int disk_usage_fixed(const char *dir, const char *fixed, uint64_t *fixed_bytes, struct disk_usage *ret);
 enum disk_bound { DISK_BOUND_NONE, DISK_BOUND_LIMIT, DISK_BOUND_FLOOR };
 /* How many bytes an output may still take: max_size (0: none) less used, and free_bytes less
  * floor; *ret_bound says which of them is the smaller. */

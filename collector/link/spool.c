@@ -6,8 +6,9 @@
  * copy) costs ~2.7 s of CPU per GB on these hosts, whatever moves the bytes (dd, cp, splice).
  * The port is read into one reused, page-aligned buffer and written in whole SPOOL_BUF blocks
  * with O_DIRECT (~0.1 s per GB); the scan reads the buffer, and the file only for what was
- * already written. The partial block is written through a buffered fd at the end of a wake-up
- * 100 ms after the last such write, every second, for each status and at finalize: a SIGKILLed
+ * already written. The rest of the buffer (its whole 4 KiB blocks O_DIRECT too, the last partial
+ * one through a buffered fd) is written at the end of a wake-up 100 ms after the last such
+ * write, every second, for each status and at finalize: a SIGKILLed
  * daemon loses at most the bytes of the last 100 ms (a second when the port went quiet), never
  * what status has shown. */
 #include <endian.h>
@@ -54,6 +55,7 @@ struct spool {
 	int rfd;      /* cpuN.spool, read back by the scan */
 	uint8_t *buf; /* SPOOL_BUF bytes, page aligned: the file from offset flushed on */
 	size_t fill, persisted; /* bytes in buf; of them, already in the file */
+	size_t direct;          /* of them, the whole SPOOL_ALIGN blocks written through fd */
 	uint64_t flushed;       /* file offset of buf[0] */
 	uint64_t persist_ns;    /* when the partial block was last written */
 	bool discard;
@@ -160,11 +162,26 @@ static int spool_pread(struct spool *s, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-/* Writes what the buffer holds beyond what the file has, through the buffered fd. */
+/* Writes what the buffer holds beyond what the file has: its whole SPOOL_ALIGN blocks through
+ * fd (O_DIRECT: a buffered write's page-cache copy, and the writeback the next direct write of
+ * those blocks forces, cost the daemon ~20% of its CPU at 2 MB/s per vCPU: RESULTS.md), only
+ * the last partial block through the buffered fd. */
 int spool_persist(struct spool *s)
 {
+	size_t whole = s ? s->fill & ~(size_t)(SPOOL_ALIGN - 1) : 0;
+
 	if (s)
 		s->persist_ns = util_now_ns(CLOCK_MONOTONIC);
+	while (s && s->direct < whole) {
+		ssize_t w = pwrite(s->fd, s->buf + s->direct, whole - s->direct, (off_t)(s->flushed + s->direct));
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		s->direct += (size_t)w; /* a short O_DIRECT write leaves it aligned */
+		s->persisted = MAX(s->persisted, s->direct);
+	}
 	while (s && s->persisted < s->fill) {
 		ssize_t w = pwrite(s->tail_fd, s->buf + s->persisted, s->fill - s->persisted,
 				   (off_t)(s->flushed + s->persisted));
@@ -298,7 +315,7 @@ static int spool_drop_oldest(struct spool *s)
 /* The full buffer as one block at an aligned offset, then the buffer starts over. */
 static int spool_write_block(struct spool *s)
 {
-	size_t done = 0;
+	size_t done = s->direct; /* the blocks persist wrote already */
 
 	while (done < SPOOL_BUF) {
 		ssize_t w = pwrite(s->fd, s->buf + done, SPOOL_BUF - done, (off_t)(s->flushed + done));
@@ -310,7 +327,7 @@ static int spool_write_block(struct spool *s)
 		done += (size_t)w; /* O_DIRECT writes whole blocks; a short one leaves done aligned */
 	}
 	s->flushed += SPOOL_BUF;
-	s->fill = s->persisted = 0;
+	s->fill = s->persisted = s->direct = 0;
 	return spool_drop_oldest(s);
 }
 
@@ -517,6 +534,7 @@ static void spool_scan(struct spool *s)
 static void spool_write_failed(struct spool *s, int err)
 {
 	s->fill = s->persisted; /* what the file does not have is gone */
+	s->direct = s->persisted & ~(size_t)(SPOOL_ALIGN - 1); /* nothing more from buf: discarding reuses it */
 	s->st.spooled = s->flushed + s->persisted;
 	s->discard = true;
 	s->ops.error(s->ops.userdata, SPOOL_INDEX(s->cpu, s->perf), err);

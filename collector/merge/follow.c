@@ -3,7 +3,8 @@
  * The daemon's words come on a pipe, one per line: "host SIZE TS" (host.data holds every record
  * before host time TS in its first SIZE bytes: perf flushed its rings on a ping), "snapshot T
  * PATH" (a perf.data at PATH of everything before host time T, written once no source can still
- * bring a record before T: follow_snapshot), "snapshot-cancel" and "end" (the session is over:
+ * bring a record before T: follow_snapshot), "snapshot-cancel", "clock" (a probe's times were
+ * appended to clock.samples: a refit may let more guest records out) and "end" (the session is over:
  * perf has finished host.data, every spool has its end marker or never will, clock.samples is
  * complete). Guest CPUs say how far they are complete with flush markers. A
  * record is written once no source can still bring an earlier one; until "end" the merge waits
@@ -30,7 +31,11 @@
 #include "tracing_data.h"
 #include "util.h"
 
-#define FOLLOW_WAIT_MS 50
+#define FOLLOW_WAIT_MS 50 /* polling the spools: a guest CPU's next page or flush marker */
+/* Waiting on the daemon's words only: nothing can go out before host.data's next horizon ("host",
+ * every 0.5 s) or the next probe ("clock", a second at most). Polling the spools meanwhile cost
+ * the follower ~20% of its CPU at 2 MB/s per vCPU (bench/RESULTS.md); this is only the bound. */
+#define FOLLOW_WORD_WAIT_MS 1000
 #define FOLLOW_REFIT_NS 200000000ull /* at most this often, when clock.samples grew */
 
 struct follow {
@@ -42,6 +47,7 @@ struct follow {
 	uint64_t snap_t;
 	size_t len;
 	bool ended;
+	bool refit_due; /* "clock" came: clock.samples grew */
 	uint64_t next_refit_ns;
 	unsigned refits;
 	uint64_t clamped; /* guest times raised to the last time written (a refit moved them back) */
@@ -107,6 +113,10 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 		snprintf(f->snap_path, sizeof(f->snap_path), "%s", cmd + n);
 		f->snap_t = ts;
 		f->next_refit_ns = 0; /* the daemon's probe burst for it: fitted at the next wait */
+		return 0;
+	}
+	if (!strcmp(cmd, "clock")) {
+		f->refit_due = true;
 		return 0;
 	}
 	if (!strcmp(cmd, "snapshot-cancel")) { /* the daemon gave up waiting: it merges the spools */
@@ -180,12 +190,26 @@ static int follow_flush(struct merge_ctx *m)
 	return r < 0 ? r : perf_writer_flush(m->w);
 }
 
+/* Whether what holds the merge back is a bound only the daemon's words move: host.data's horizon,
+ * or the guest clock's fit (none yet, or guest times past its newest probe). */
+static bool follow_waits_on_words(const struct merge_ctx *m, bool host_blocked, uint64_t bound)
+{
+	const struct merge_guest *g = &m->vm[0].guest;
+
+	if (host_blocked && bound == m->host.bound)
+		return true;
+	if (!g->present || !g->follow)
+		return false;
+	return !g->clock_aligned || (g->live_fit_until && bound == g->live_fit_until) ||
+	       (g->perf_clock_needed && (!g->perf_clock_on || (g->perf_fit_until && bound == g->perf_fit_until)));
+}
+
 static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 {
 	for (;;) {
 		struct host_rec *q = NULL;
 		struct merge_source *best = NULL;
-		bool blocked = false;
+		bool blocked = false, host_blocked = false;
 		uint64_t bt = UINT64_MAX, bound = UINT64_MAX, now, t;
 		int brank = -1;
 		int r = merge_source_host_next(m, &q);
@@ -193,7 +217,7 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 		if (r < 0)
 			return r;
 		if (r == 2)
-			blocked = true, bound = m->host.bound, q = NULL;
+			blocked = host_blocked = true, bound = m->host.bound, q = NULL;
 		/* No guest time converts before a fit exists (the cycle clock's rate needs the
 		 * early probes): everything waits for it. */
 		if (m->vm[0].guest.present && m->vm[0].guest.follow && !m->vm[0].guest.clock_aligned)
@@ -247,9 +271,12 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 			return 0;
 		} else if ((r = follow_flush(m)) < 0) {
 			return r;
-		} else if ((r = follow_wait(m, f, FOLLOW_WAIT_MS)) == 0 && !f->ended && m->vm[0].guest.present &&
-			   (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns && samples_grew(f)) {
+		} else if ((r = follow_wait(m, f, follow_waits_on_words(m, host_blocked, bound) && !f->refit_due ?
+						   FOLLOW_WORD_WAIT_MS : FOLLOW_WAIT_MS)) == 0 &&
+			   !f->ended && m->vm[0].guest.present && (now = util_now_ns(CLOCK_MONOTONIC)) >= f->next_refit_ns &&
+			   (samples_grew(f) || f->refit_due)) {
 			f->next_refit_ns = now + FOLLOW_REFIT_NS;
+			f->refit_due = false;
 			if (merge_meta_clock_live(&m->vm[0].guest, f->dfd) == 0) {
 				f->refits++;
 				m->live_bound_ns = MAX(m->live_bound_ns, m->vm[0].guest.clock.error_bound_ns +

@@ -16,7 +16,7 @@
 
 #define INI_MAX (64u << 10)
 #define META_MAX (16u << 20)
-#define GUEST_RBUF (128u << 10) /* a vCPU's spool is read this much at a time */
+#define GUEST_RBUF (512u << 10) /* a vCPU's spool is read this much at a time */
 #define MACHINE_PID_STAND_IN 4194305u /* above PID_MAX_LIMIT: never a real host pid */
 
 /* Value of key in key=value text, copied into buf; -ENOENT when absent. */
