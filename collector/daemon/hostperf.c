@@ -64,6 +64,10 @@ static int hostperf_argv(const struct start_opts *o, bool monotonic, char *data,
 	argv[n++] = (char *)"perf";
 	argv[n++] = (char *)"record";
 	argv[n++] = (char *)"-q";
+	/* No side-band thread for BPF program events: perf 6.1 polls it with a 1 s timeout and
+	 * joins it at exit, so every stop waited 0.35-0.97 s for perf (bench/RESULTS.md). BPF
+	 * programs loaded while tracing are then not named in host samples. */
+	argv[n++] = (char *)"--no-bpf-event";
 	argv[n++] = (char *)"-o";
 	argv[n++] = data;
 	if (monotonic) {
