@@ -9,6 +9,7 @@
 
 #include "collector.h"
 #include "log.h"
+#include "perf_reader.h"
 #include "report.h"
 #include "util.h"
 
@@ -165,3 +166,4 @@ void report_stop_summary(const char *path, FILE *out)
 	}
 	report_free(&r);
 }
+

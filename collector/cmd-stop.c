@@ -257,7 +257,7 @@ static uint64_t stop_records_size(const char *path, uint64_t size)
 /* The stalls line (trace-collector report): one pass over OUT, skipped when it holds no host
  * recording (nothing to follow) or over 2 GB of records (the pass would take a while: run
  * report). */
-static void stop_stalls(struct stop_out *so, const char *dir, const char *out)
+static void stop_stalls(struct stop_out *so, const char *dir, const char *out, bool live)
 {
 	char data[PATH_MAX + 8], host[16] = "";
 	_cleanup_free_ char *text = NULL;
@@ -266,6 +266,16 @@ static void stop_stalls(struct stop_out *so, const char *dir, const char *out)
 	struct stat st;
 	FILE *f;
 
+	/* the live merge made the line as it wrote OUT (merge/merge.c merge_stalls_line) */
+	snprintf(data, sizeof(data), "%s/live-stalls.txt", dir);
+	if (live && util_read_file(data, 4096, &text, &len) == 0 && len > 8 && !strncmp(text, "stalls:", 7) &&
+	    text[len - 1] == '\n' && !memchr(text, '\n', len - 1)) {
+		stop_out_line(so, text);
+		return;
+	}
+	free(text);
+	text = NULL;
+	len = 0;
 	snprintf(data, sizeof(data), "%s/data", out);
 	if (stat(data, &st) == 0)
 		records = stop_records_size(data, (uint64_t)st.st_size);
@@ -313,6 +323,7 @@ static int stop_merge(struct stop_out *so, const char *dir, const char *out, int
 	off_t start = 0;
 	int saved = stop_out_capture(so, &start);
 	int r = stop_take_live(dir, out, compress);
+	bool live = r >= 0;
 	uint64_t budget = 0;
 
 	if (r < 0) {
@@ -332,7 +343,7 @@ static int stop_merge(struct stop_out *so, const char *dir, const char *out, int
 		return 1;
 	}
 	session_ini_set(dir, "state", "merged");
-	stop_stalls(so, dir, out);
+	stop_stalls(so, dir, out, live);
 	stop_output_line(so, out);
 	return r > 0 ? 3 : 0; /* 3: written, but the guest clock is unaligned (said above) */
 }

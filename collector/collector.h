@@ -70,6 +70,17 @@ FILE *stop_summary_open(const char *session_dir, bool truncate);
 void stop_summary_reply(const char *reply, bool verbose, FILE *out, FILE *file);
 /* The stop summary's stalls line for a merged file (collector/report/, cmd-report.c). */
 void report_stop_summary(const char *path, FILE *out);
+/* The same line computed as the live merge writes the file: each record it writes is given to
+ * report_live_record (perf_writer_tap); report_live_finish prints the line once the last one
+ * was (the file's own attrs and TRACING_DATA; attrs kept until report_live_free). */
+struct perf_attr_ids;
+struct perf_event_header;
+struct report_live;
+int report_live_new(const struct perf_attr_ids *attrs, size_t n_attrs, const uint8_t *td, size_t td_len,
+		    struct report_live **ret);
+void report_live_record(void *ud, const struct perf_event_header *e);
+void report_live_finish(struct report_live *l, FILE *out);
+void report_live_free(struct report_live *l);
 /* Whether the merge will line the guest's clock up with the host's: 1 yes, 0 no (why says why),
  * -errno when the session has no usable guest side. */
 int merge_clock_state(const char *session_dir, char *why, size_t whylen);

@@ -26,6 +26,8 @@ struct perf_writer {
 	char *path;
 	bool finished;
 	uint64_t pos, in_bytes;
+	void (*tap)(void *, const struct perf_event_header *);
+	void *tap_ud;
 	uint8_t *buf;
 	size_t blen;
 	int level;
@@ -160,6 +162,12 @@ int perf_writer_open_pipe(int fd, struct perf_writer **ret)
 	return 0;
 }
 
+void perf_writer_tap(struct perf_writer *w, void (*fn)(void *ud, const struct perf_event_header *rec), void *ud)
+{
+	w->tap = fn;
+	w->tap_ud = ud;
+}
+
 int perf_writer_flush(struct perf_writer *w)
 {
 	int r = w->cs ? zin_flush(w) : 0;
@@ -221,6 +229,8 @@ int perf_writer_record(struct perf_writer *w, const void *rec)
 	const struct perf_event_header *h = rec;
 	int r;
 
+	if (w->tap)
+		w->tap(w->tap_ud, h);
 	w->in_bytes += h->size;
 	if (!w->cs || h->type >= PERF_REC_USER_START) {
 		if (w->cs && (r = zin_flush(w)) < 0)

@@ -26,6 +26,8 @@ int perf_writer_open(const char *path, int level, struct perf_writer **ret);
 /* The file may grow to bytes at most (0: no limit): a write past it fails with -EFBIG and
  * leaves the file as it was before that write. */
 void perf_writer_set_limit(struct perf_writer *w, uint64_t bytes);
+/* fn(ud, rec) for each record given to perf_writer_record from now on, before it is written. */
+void perf_writer_tap(struct perf_writer *w, void (*fn)(void *ud, const struct perf_event_header *rec), void *ud);
 /* Pipe mode (perf's `-o -` format) on fd: the pipe header now; the caller writes the attrs
  * and tracing data as records first (perf_writer_raw for the bytes that follow a
  * HEADER_TRACING_DATA record), then the data; finish only flushes (fd is the caller's). */

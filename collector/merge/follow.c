@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collector.h"
 #include "follow.h"
 #include "log.h"
 #include "merge.h"
@@ -344,6 +345,16 @@ int merge_follow(struct merge_ctx *m, const struct merge_options *o, const char 
 		m->live_bound_ns = m->vm[0].guest.clock.error_bound_ns;
 	}
 
+	/* stop's stalls line: the report's pass over the output, made here as it is written (that
+	 * pass was most of stop's CPU: bench/RESULTS.md) */
+	if (!m->pipe && m->have_td) {
+		_cleanup_free_ uint8_t *td = NULL;
+		size_t td_len = 0;
+
+		if (tracing_data_build(&m->td, &td, &td_len) == 0 &&
+		    report_live_new(m->attrs, m->n_attrs, td, td_len, &m->stalls) == 0)
+			perf_writer_tap(m->w, report_live_record, m->stalls);
+	}
 	r = f.dfd < 0 ? -errno : merge_follow_loop(m, &f);
 	if (f.dfd >= 0)
 		close(f.dfd);

@@ -5,6 +5,7 @@
  * loop over the sources (source.c; following a session while it traces: follow.c), and
  * finishes with the summary and merge.ini. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -419,6 +420,30 @@ static int merge_finish(struct merge_ctx *m, const struct merge_options *o, cons
 	return r;
 }
 
+/* Following: stop's stalls line for the output, into SESSION/live-stalls.txt (stop prints it
+ * instead of reading the output again). */
+static void merge_stalls_line(struct merge_ctx *m, const struct merge_options *o)
+{
+	char path[PATH_MAX + 32];
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return;
+	int fd;
+
+	report_live_finish(m->stalls, f);
+	snprintf(path, sizeof(path), "%s/live-stalls.txt", o->session_dir);
+	if (fclose(f) < 0 || !text)
+		return;
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || util_write_full(fd, text, len) < 0)
+		log_warn("%s: cannot write it (stop reads the output for its stalls line): %m", path);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* Everything the merge holds; an unfinished output (r < 0) is removed. */
 static void merge_free(struct merge_ctx *m, const struct merge_options *o, int r, int out_fd)
 {
@@ -427,6 +452,7 @@ static void merge_free(struct merge_ctx *m, const struct merge_options *o, int r
 		rmdir(o->output); /* and the perf.data directory made for it */
 	if (out_fd >= 0)
 		close(out_fd);
+	report_live_free(m->stalls);
 	merge_out_free(m);
 	merge_host_free(&m->host);
 	merge_vm_free(m);
@@ -450,6 +476,8 @@ int merge_run(const struct merge_options *o)
 		log_error("merge failed: %s", m->host.err[0] ? m->host.err : strerror(-r));
 	if (r == 0)
 		r = merge_finish(m, o, data);
+	if (r >= 0 && m->stalls)
+		merge_stalls_line(m, o);
 	merge_free(m, o, r, out_fd);
 	return r;
 }

@@ -46,6 +46,7 @@ struct merge_ctx {
 	int zstd;
 	bool out_dir; /* OUT is a perf.data directory (dir.c) */
 	bool pipe;    /* pipe-mode output on stdout (merge --follow -o -) */
+	struct report_live *stalls; /* following into a file: stop's stalls line, as it is written */
 	struct merge_source *src; /* every guest stream */
 	size_t n_src;
 	uint8_t rec[65536 + 64] __attribute__((aligned(8)));

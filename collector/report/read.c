@@ -49,9 +49,8 @@ struct rid {
 	int32_t vm, vcpu; /* a guest id: its VM (index) and vCPU; -1 for the host */
 };
 
-struct rd {
+struct report_feed {
 	struct report *r;
-	struct perf_reader *pr;
 	size_t n_attrs;
 	const struct perf_attr_ids **attrs;
 	uint8_t *kinds;
@@ -71,7 +70,7 @@ struct rd {
 };
 
 /* Slot of a VM's guest tid in the name table (open addressing; full: the last slot probed). */
-static size_t gname_slot(const struct rd *d, int32_t vm, int32_t tid)
+static size_t gname_slot(const struct report_feed *d, int32_t vm, int32_t tid)
 {
 	size_t i = ((uint32_t)tid * 2654435761u + (uint32_t)vm * 40503u) % ARRAY_SIZE(d->gtid), n = 0;
 
@@ -81,7 +80,7 @@ static size_t gname_slot(const struct rd *d, int32_t vm, int32_t tid)
 }
 
 /* The name of a VM's guest tid, else one from a COMM of no known VM (vm -1). */
-static const char *gname(const struct rd *d, int32_t vm, int32_t tid)
+static const char *gname(const struct report_feed *d, int32_t vm, int32_t tid)
 {
 	size_t i = gname_slot(d, vm, tid), j = gname_slot(d, -1, tid);
 
@@ -129,7 +128,7 @@ static void fmt_fields(struct fmt *m, const struct tep_format *f)
 
 static int find_formats(const char *sys, const struct td_text *t, void *ud)
 {
-	struct rd *d = ud;
+	struct report_feed *d = ud;
 	struct tep_format f;
 
 	if (is_guest_sched(sys)) {
@@ -152,16 +151,14 @@ static int find_formats(const char *sys, const struct td_text *t, void *ud)
 	return 0;
 }
 
-static int read_formats(struct rd *d, char *err, size_t errlen)
+/* td NULL: no tracepoints at all (said by read_notes). */
+static int read_formats(struct report_feed *d, const uint8_t *td_bytes, size_t td_len, char *err, size_t errlen)
 {
-	_cleanup_free_ uint8_t *buf = NULL;
 	struct tracing_data td;
-	size_t len;
-	int q = perf_reader_feature(d->pr, PERF_FEAT_TRACING_DATA, &buf, &len);
 
-	if (q == -ENOENT)
-		return 0; /* no tracepoints at all: said below */
-	if (q < 0 || tracing_data_parse(buf, len, &td) < 0) {
+	if (!td_bytes)
+		return 0;
+	if (tracing_data_parse(td_bytes, td_len, &td) < 0) {
 		snprintf(err, errlen, "its TRACING_DATA section is damaged");
 		return -EBADMSG;
 	}
@@ -170,7 +167,7 @@ static int read_formats(struct rd *d, char *err, size_t errlen)
 	return 0;
 }
 
-static int id_add(struct rd *d, uint64_t id, uint32_t attr, int32_t vm, int32_t vcpu)
+static int id_add(struct report_feed *d, uint64_t id, uint32_t attr, int32_t vm, int32_t vcpu)
 {
 	if (d->n_ids == d->cap_ids) {
 		size_t nc = d->cap_ids ? d->cap_ids * 2 : 256;
@@ -193,7 +190,7 @@ static int cmp_rid(const void *a, const void *b)
 	return (x->id > y->id) - (x->id < y->id);
 }
 
-static struct rid *id_find(struct rd *d, uint64_t id)
+static struct rid *id_find(struct report_feed *d, uint64_t id)
 {
 	struct rid key = { .id = id };
 
@@ -207,9 +204,9 @@ static struct rid *id_find(struct rd *d, uint64_t id)
 }
 
 /* Attrs: their kinds (by tracepoint id) and ids. */
-static int read_attrs(struct rd *d)
+static int read_attrs(struct report_feed *d, const struct perf_attr_ids *(*attr)(void *, size_t), void *ud, size_t n)
 {
-	d->n_attrs = perf_reader_n_attrs(d->pr);
+	d->n_attrs = n;
 	d->attrs = calloc(d->n_attrs + 1, sizeof(*d->attrs));
 	d->kinds = calloc(d->n_attrs + 1, 1);
 	d->usable = calloc(d->n_attrs + 1, sizeof(*d->usable));
@@ -217,7 +214,7 @@ static int read_attrs(struct rd *d)
 	if (!d->attrs || !d->kinds || !d->usable || !d->gsw_of)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->n_attrs; i++) {
-		const struct perf_attr_ids *a = perf_reader_attr(d->pr, i);
+		const struct perf_attr_ids *a = attr(ud, i);
 		uint64_t st = a->attr.sample_type;
 
 		d->attrs[i] = a;
@@ -246,7 +243,7 @@ struct smp {
 };
 
 /* The id of a sample (IDENTIFIER first, else ID in its place), or false. */
-static bool sample_id(const struct rd *d, const struct perf_event_header *e, uint64_t *ret)
+static bool sample_id(const struct report_feed *d, const struct perf_event_header *e, uint64_t *ret)
 {
 	const uint8_t *p = (const uint8_t *)e;
 	uint64_t st;
@@ -361,7 +358,7 @@ static void raw_comm(const struct smp *s, int32_t off, char *dst)
 	dst[REPORT_COMM - 1] = '\0';
 }
 
-static void host_sample(struct rd *d, int kind, const struct smp *s)
+static void host_sample(struct report_feed *d, int kind, const struct smp *s)
 {
 	const struct fmt *f = &d->f[kind];
 	char pc[REPORT_COMM], nc[REPORT_COMM];
@@ -391,7 +388,7 @@ static void host_sample(struct rd *d, int kind, const struct smp *s)
 	}
 }
 
-static void on_sample(struct rd *d, const struct perf_event_header *e)
+static void on_sample(struct report_feed *d, const struct perf_event_header *e)
 {
 	struct report *r = d->r;
 	struct rid *id;
@@ -427,7 +424,7 @@ static void on_sample(struct rd *d, const struct perf_event_header *e)
 
 /* Extended ID_INDEX entries name each guest id's VM (machine_pid) and vCPU, and the merge's
  * tid of that vCPU's QEMU thread. */
-static void on_id_index(struct rd *d, const struct perf_event_header *e)
+static void on_id_index(struct report_feed *d, const struct perf_event_header *e)
 {
 	const uint8_t *p = (const uint8_t *)e;
 	uint64_t nr;
@@ -472,7 +469,7 @@ static long vcpu_of_comm(const char *s)
 }
 
 /* The VM of a non-sample record from its sample_id_all trailer's id (-1: none, or the host). */
-static int32_t record_vm(struct rd *d, const struct perf_event_header *e, size_t body)
+static int32_t record_vm(struct report_feed *d, const struct perf_event_header *e, size_t body)
 {
 	uint64_t st, id;
 	size_t back;
@@ -495,7 +492,7 @@ static int32_t record_vm(struct rd *d, const struct perf_event_header *e, size_t
 
 /* A guest task's name (guest COMM records of guest perf sessions), kept per VM (-1: its id
  * names none). */
-static void guest_comm(struct rd *d, const struct perf_event_header *e, int32_t tid, const char *comm)
+static void guest_comm(struct report_feed *d, const struct perf_event_header *e, int32_t tid, const char *comm)
 {
 	int32_t vm = record_vm(d, e, 24);
 	size_t i = gname_slot(d, vm, tid);
@@ -509,7 +506,7 @@ static void guest_comm(struct rd *d, const struct perf_event_header *e, int32_t 
 
 /* QEMU's process name (its main thread's COMM), a VM's name when the user set one with -name
  * ...,process=NAME: QEMU's own binary name ("qemu-system-x86", "qemu-kvm") is none. */
-static void vm_name_of_comm(struct rd *d, int32_t pid, const char *comm)
+static void vm_name_of_comm(struct report_feed *d, int32_t pid, const char *comm)
 {
 	long vm = report_vm_find(d->r, pid);
 
@@ -519,7 +516,7 @@ static void vm_name_of_comm(struct rd *d, int32_t pid, const char *comm)
 
 /* COMM records: guest tasks' names; on the host, QEMU's vCPU threads (of a VM in the file or of
  * another QEMU) and the VMs' process names. */
-static void on_comm(struct rd *d, const struct perf_event_header *e)
+static void on_comm(struct report_feed *d, const struct perf_event_header *e)
 {
 	const uint8_t *p = (const uint8_t *)e;
 	uint16_t mode = e->misc & PERF_RECORD_MISC_CPUMODE_MASK;
@@ -546,7 +543,7 @@ static void on_comm(struct rd *d, const struct perf_event_header *e)
 		report_foreign_thread(d->r, pt[0], pt[1], (int32_t)n);
 }
 
-static void on_record(struct rd *d, const struct perf_event_header *e)
+static void on_record(struct report_feed *d, const struct perf_event_header *e)
 {
 	uint16_t mode = e->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 	bool guest = mode == PERF_RECORD_MISC_GUEST_KERNEL || mode == PERF_RECORD_MISC_GUEST_USER;
@@ -571,7 +568,7 @@ static void on_record(struct rd *d, const struct perf_event_header *e)
 }
 
 /* What the file lets the report know, said once. */
-static void read_notes(struct rd *d)
+static void read_notes(struct report_feed *d)
 {
 	struct report *r = d->r;
 
@@ -619,38 +616,83 @@ static void read_notes(struct rd *d)
 		report_note(r, "%llu samples could not be read (unknown id or damaged)", (unsigned long long)d->bad);
 }
 
-static void rd_free(struct rd *d)
+void report_feed_free(struct report_feed *d)
 {
+	if (!d)
+		return;
 	free(d->attrs);
 	free(d->kinds);
 	free(d->usable);
 	free(d->gsw_of);
 	free(d->ids);
-	perf_reader_free(d->pr);
+	free(d);
+}
+
+int report_feed_new(struct report *r, const struct perf_attr_ids *(*attr)(void *ud, size_t i), void *ud,
+		    size_t n_attrs, const uint8_t *td, size_t td_len, char *err, size_t errlen,
+		    struct report_feed **ret)
+{
+	struct report_feed *d = calloc(1, sizeof(*d));
+	int q;
+
+	err[0] = '\0';
+	if (!d)
+		return -ENOMEM;
+	d->r = r;
+	q = read_formats(d, td, td_len, err, errlen);
+	if (q >= 0 && (q = read_attrs(d, attr, ud, n_attrs)) < 0)
+		snprintf(err, errlen, "out of memory");
+	if (q < 0) {
+		report_feed_free(d);
+		return q;
+	}
+	/* known before the records: stall.c's reasons depend on them */
+	r->has_switch = d->f[K_SWITCH].present;
+	r->has_wakeup = d->f[K_WAKEUP].present;
+	r->has_kvm = d->f[K_KVM_EXIT].present && d->f[K_KVM_ENTRY].present;
+	*ret = d;
+	return 0;
+}
+
+void report_feed_record(struct report_feed *d, const struct perf_event_header *e)
+{
+	on_record(d, e);
+}
+
+void report_feed_end(struct report_feed *d)
+{
+	report_end(d->r);
+	read_notes(d);
+}
+
+static const struct perf_attr_ids *reader_attr(void *ud, size_t i)
+{
+	return perf_reader_attr(ud, i);
 }
 
 static int read_run(struct report *r, struct perf_reader *pr, char *err, size_t errlen)
 {
-	struct rd d = { .r = r, .pr = pr };
+	_cleanup_free_ uint8_t *td = NULL;
 	const struct perf_event_header *e;
-	int q;
+	struct report_feed *d = NULL;
+	size_t td_len = 0;
+	int q = perf_reader_feature(pr, PERF_FEAT_TRACING_DATA, &td, &td_len);
 
-	q = read_formats(&d, err, errlen);
-	if (q >= 0)
-		q = read_attrs(&d);
-	/* known before the records: stall.c's reasons depend on them */
-	r->has_switch = d.f[K_SWITCH].present;
-	r->has_wakeup = d.f[K_WAKEUP].present;
-	r->has_kvm = d.f[K_KVM_EXIT].present && d.f[K_KVM_ENTRY].present;
+	if (q < 0 && q != -ENOENT) {
+		snprintf(err, errlen, "its TRACING_DATA section is damaged");
+		q = -EBADMSG;
+	} else {
+		q = report_feed_new(r, reader_attr, pr, perf_reader_n_attrs(pr), q == -ENOENT ? NULL : td, td_len,
+				    err, errlen, &d);
+	}
 	while (q >= 0 && (q = perf_reader_next(pr, &e)) > 0)
-		on_record(&d, e);
+		on_record(d, e);
 	if (q < 0 && !err[0])
 		snprintf(err, errlen, "%s", q == -ENOMEM ? "out of memory" : perf_reader_error(pr));
-	if (q >= 0) {
-		report_end(r);
-		read_notes(&d);
-	}
-	rd_free(&d);
+	if (q >= 0)
+		report_feed_end(d);
+	report_feed_free(d);
+	perf_reader_free(pr);
 	return q < 0 ? q : 0;
 }
 

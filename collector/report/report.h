@@ -192,6 +192,19 @@ void report_sort_stalls(struct report *r);
 /* Stalls' total of one vCPU, and the sort of vCPUs by impact: indexes into (vm, vcpu) pairs. */
 uint64_t report_vcpu_stalled(const struct report_vcpu *v);
 
+/* read.c: the records of a merged perf.data, one at a time, through stall.c: with its attrs
+ * (attr(ud, i), i < n_attrs; kept until report_feed_free) and its TRACING_DATA (td NULL: none),
+ * from a file (report_read) or as the live merge writes them (report_live). */
+struct perf_attr_ids;
+struct perf_event_header;
+struct report_feed;
+int report_feed_new(struct report *r, const struct perf_attr_ids *(*attr)(void *ud, size_t i), void *ud,
+		    size_t n_attrs, const uint8_t *td, size_t td_len, char *err, size_t errlen,
+		    struct report_feed **ret);
+void report_feed_record(struct report_feed *f, const struct perf_event_header *e);
+/* After the last record: stall.c's end, the notes. */
+void report_feed_end(struct report_feed *f);
+void report_feed_free(struct report_feed *f);
 /* read.c: feeds a merged perf.data (a file, or a perf.data directory) through stall.c. */
 int report_read(struct report *r, const char *path, char *err, size_t errlen);
 /* The same from an open fd, which it takes over (the fuzz target's memfd). */

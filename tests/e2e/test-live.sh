@@ -69,6 +69,13 @@ check "host and guest interleaved" e2e_interleaved "$out"
 check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
 check_out "the output is zstd-compressed (the default, written while tracing)" 'compressed : Zstd' "$PERF" report -i "$out" --header-only
 check "no transport loss" bash -c 'grep -q "transport 0 pages" <<<"$1"' _ "$sum"
+# stop's stalls line came from the live merge (no pass over the output at stop): the same as
+# 'report' finds reading the file
+live_stalls=$(sed -n 's/^stalls: *//p' <<<"$sum")
+file_stalls=$(tc report "$out" | sed -n 's/^stalls: *//p')
+echo "stalls: live '$live_stalls', file '$file_stalls'"
+check "the live merge made stop's stalls line" test -s "$sess/live-stalls.txt"
+check "stop's stalls line is what report reads in the file" test -n "$live_stalls" -a "$live_stalls" = "$file_stalls"
 off=$T/offline.data
 check "offline merge of the same session" tc merge "$sess" -o "$off"
 live_counts=$(event_counts "$out")
