@@ -7,10 +7,11 @@
  * The port is read into one reused, page-aligned buffer and written in whole SPOOL_BUF blocks
  * with O_DIRECT (~0.1 s per GB); the scan reads the buffer, and the file only for what was
  * already written. The rest of the buffer (its whole 4 KiB blocks O_DIRECT too, the last partial
- * one through a buffered fd) is written at the end of a wake-up 100 ms after the last such
- * write, every second, for each status and at finalize: a SIGKILLed
- * daemon loses at most the bytes of the last 100 ms (a second when the port went quiet), never
- * what status has shown. */
+ * one through a buffered fd) is written at the end of a wake-up PERSIST_NS after the last such
+ * write, every second, for each status, snapshot and at finalize: a SIGKILLed daemon loses at
+ * most the bytes of the last 0.5 s (a second when the port went quiet), never what status has
+ * shown. The live merge needs no more: it waits for host.data's horizon, which comes every
+ * 0.5 s. Every 100 ms cost the daemon ~10% of its CPU at 2 MB/s per vCPU (bench/RESULTS.md). */
 #include <endian.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -31,7 +32,7 @@
 #include "util.h"
 
 /* SPOOL_BUF (collector.h): per CPU; a multiple of any O_DIRECT alignment */
-#define PERSIST_NS 100000000ull
+#define PERSIST_NS 500000000ull
 #define ROUNDS_PER_WAKE 16
 #define READ_MAX (64u << 10) /* a FIFO's default buffer: what one read took before BATCH_PIPE */
 #define RATE_SLOTS 6
