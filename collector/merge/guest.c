@@ -157,6 +157,7 @@ static int add_format(struct merge_guest *g, int dfd, const char *sys, const cha
 	cp = tep_format_field(&e->fmt, "common_pid");
 	if (!cp || cp->size != 4 || cp->offset + 4 > 64)
 		return -EBADMSG;
+	e->pid_off = (uint16_t)cp->offset;
 	snprintf(e->sys, sizeof(e->sys), "%s", sys);
 	if (merge_gsym_format(e, &text, &len) > 0)
 		g->gsym_events++;

@@ -83,6 +83,7 @@ struct guest_event {
 	size_t text_len;
 	uint32_t new_id;
 	uint64_t count;
+	uint16_t pid_off; /* common_pid's offset (checked at load: 4 bytes within the first 64) */
 	/* task-name fields, when the event has them */
 	const struct tep_format_field *comm[2], *pid[2];
 	/* %ps-style pointers named in the record (gsym.c): a "<field>_sym" string each */

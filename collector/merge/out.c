@@ -380,7 +380,7 @@ static int out_sample(struct merge_ctx *m, struct merge_vm *vm, struct guest_cpu
 	r = out_renames(m, vm, c, e);
 	if (r < 0)
 		return r;
-	memcpy(&pid, ev->data + tep_format_field(&e->fmt, "common_pid")->offset, 4);
+	memcpy(&pid, ev->data + e->pid_off, 4);
 	tid[0] = (uint32_t)merge_meta_tgid(g, pid);
 	tid[1] = (uint32_t)pid;
 	id = guest_id(g, (size_t)idx, c->cpu);

@@ -62,6 +62,7 @@ struct report_feed {
 	struct rid *ids;
 	size_t n_ids, cap_ids;
 	bool ids_sorted;
+	struct rid *last; /* id_find's last answer (NULL once ids moved) */
 	uint64_t bad;
 	/* guest task names from guest COMM records (guest perf sessions): (VM, tid) -> comm */
 	int32_t gtid[4096];
@@ -177,6 +178,7 @@ static int id_add(struct report_feed *d, uint64_t id, uint32_t attr, int32_t vm,
 			return -ENOMEM;
 		d->ids = p;
 		d->cap_ids = nc;
+		d->last = NULL;
 	}
 	d->ids[d->n_ids++] = (struct rid){ id, attr, vm, vcpu };
 	d->ids_sorted = false;
@@ -199,8 +201,11 @@ static struct rid *id_find(struct report_feed *d, uint64_t id)
 	if (!d->ids_sorted) {
 		qsort(d->ids, d->n_ids, sizeof(*d->ids), cmp_rid);
 		d->ids_sorted = true;
+		d->last = NULL;
 	}
-	return bsearch(&key, d->ids, d->n_ids, sizeof(key), cmp_rid);
+	if (d->last && d->last->id == id) /* a vCPU's records come in runs */
+		return d->last;
+	return d->last = bsearch(&key, d->ids, d->n_ids, sizeof(key), cmp_rid);
 }
 
 /* Attrs: their kinds (by tracepoint id) and ids. */
