@@ -42,7 +42,11 @@ static int qmp_line(struct qmp *q, char **ret)
 			q->len -= l;
 			if (!line)
 				return -ENOMEM;
-			if (!strncmp(line, "{\"event\"", 8)) {
+			/* QEMU puts "timestamp" before "event" in its events ({"timestamp": {...},
+			 * "event": "VSERPORT_CHANGE", ...}): anything but a greeting, a return or an
+			 * error that names an event is one */
+			if (strncmp(line, "{\"QMP\"", 6) && strncmp(line, "{\"return\"", 9) && strncmp(line, "{\"error\"", 8) &&
+			    strstr(line, "\"event\":")) {
 				free(line);
 				continue;
 			}

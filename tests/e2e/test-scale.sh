@@ -40,6 +40,12 @@ markers_of() {
 # two full CI runs in four had one guest that never powered off. The default (agent left out)
 # is checked at 2 vCPUs by 'burst'.
 AGENT_EVENTS=--agent-events
+# The 32-vCPU guest runs single-threaded TCG: with 32 vCPUs enabling 47 events patches the
+# guest's code often enough that QEMU 7.2's multi-threaded TCG hang came in CI (2026-11-27: the
+# agent stuck at 31/47 events, 0 of 32 begin markers, start said so and named the QEMU bug).
+# What this test checks (the START deadline that follows progress, every CPU streaming) is the
+# same on one TCG thread; KVM ignores it.
+TCG_SINGLE=--tcg-single
 
 # perf's own count of lost samples (the report header's "Total Lost Samples", all events).
 perf_lost() {
@@ -76,10 +82,14 @@ vcpus16() {
 # vcpus32: the first start of a 32-vCPU guest (issue 33). --agent-events as for 16 vCPUs.
 vcpus32() {
 	local qpid sum sess t0 n=320 cpus
-	check "boot 32 vCPUs: guest ready, agent waiting" e2e_boot --cpus 32 --mem 1024 --timeout 400
+	check "boot 32 vCPUs: guest ready, agent waiting" e2e_boot --cpus 32 --mem 1024 --timeout 400 $TCG_SINGLE
 	qpid=$(e2e_qemu_pid)
 	mapfile -t tids < <(e2e_vcpu_tids "$qpid" 32)
-	check "QEMU runs 32 named vCPU threads" test "${#tids[@]}" -eq 32
+	if tr '\0' ' ' <"/proc/$qpid/cmdline" | grep -q 'thread=single'; then
+		echo "QEMU runs one TCG thread for the 32 vCPUs (${#tids[@]} vCPU threads named)"
+	else
+		check "QEMU runs 32 named vCPU threads" test "${#tids[@]}" -eq 32
+	fi
 	t0=$SECONDS
 	sess=$(e2e_start --buffer-kb 256 $AGENT_EVENTS 2>&1)
 	check_out "the first start succeeds (default events, every CPU streams)" "^$VM/sessions/" echo "$sess"
