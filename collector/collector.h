@@ -35,9 +35,6 @@ extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cm
 /* The output's zstd level unless --no-compress (bench/RESULTS.md: the level that keeps up with
  * a flood on one host core). */
 #define MERGE_ZSTD_LEVEL 1
-/* The daemon to its live merge: each guest CPU's shared newest pages, "CPU:FD,..." (fds it
- * inherits; common/spool_ring.h). */
-#define MERGE_RINGS_ENV "VT_FOLLOW_RINGS"
 /* The zstd level of a merge of SESSION_DIR: compress 0 (--no-compress) raw, 1 (-z) the default
  * level, -1 (neither) the session's choice (session.ini opt_compress, written by start; a
  * session without it: the default level). */

@@ -103,17 +103,9 @@ int live_prepare(struct daemon *d, const char **ret_control)
 
 static int live_spawn(struct daemon *d, struct live *l)
 {
-	char out[PATH_MAX + 32], log[PATH_MAX + 32], rings[24 * COLLECTOR_MAX_CPUS + 32] = MERGE_RINGS_ENV "=";
-	size_t rl = strlen(rings);
+	char out[PATH_MAX + 32], log[PATH_MAX + 32];
 	int pfd[2];
 
-	/* each guest CPU's shared newest pages (spool_share): "CPU:FD,..." */
-	for (unsigned k = 0; k < COLLECTOR_MAX_CPUS; k++) {
-		int fd = spool_ring_fd(d->spools[k]);
-
-		if (fd >= 0 && rl + 24 < sizeof(rings))
-			rl += (size_t)snprintf(rings + rl, sizeof(rings) - rl, "%s%u:%d", rl > strlen(MERGE_RINGS_ENV "=") ? "," : "", k, fd);
-	}
 	snprintf(out, sizeof(out), "%s/live.data", d->s.dir);
 	snprintf(log, sizeof(log), "%s/live-merge.log", d->s.dir);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -133,10 +125,6 @@ static int live_spawn(struct daemon *d, struct live *l)
 				dup2(fd, 1);
 			dup2(fd, 2);
 		}
-		for (unsigned k = 0; k < COLLECTOR_MAX_CPUS; k++) /* the rings stay open across exec */
-			if (spool_ring_fd(d->spools[k]) >= 0)
-				fcntl(spool_ring_fd(d->spools[k]), F_SETFD, 0);
-		putenv(rings);
 		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a killed daemon leaves the session to 'merge' */
 		signal(SIGPIPE, SIG_DFL);
 		execl("/proc/self/exe", "trace-collector", "merge", "--follow", d->s.dir, "-o",

@@ -62,11 +62,6 @@ static int daemon_open_stream(struct daemon *d, unsigned k)
 		      cpu, perf, &d->data[k], d->s.dir, d->s.session_id, d->hello.page_size, &d->spools[k]);
 	if (r == 0 && d->o->flight_recorder)
 		spool_flight_recorder(d->spools[k], d->o->flight_recorder);
-	/* the live merge copies a guest CPU's newest pages from shared memory: up to 2 MiB per CPU
-	 * (a second at 2 MB/s), 64 MiB in all; guest perf streams are read back from their files */
-	if (r == 0 && d->o->live_merge && !perf &&
-	    spool_share(d->spools[k], MAX(1u, MIN(4u, (64u << 20) / SPOOL_BUF / MAX(d->hello.ncpus, 1u)))) < 0)
-		log_warn("cpu%u: no shared memory for the live merge: it reads cpu%u.spool back", cpu, cpu);
 	if (r == 0)
 		r = spool_arm(d->spools[k], d->base);
 	if (r < 0)

@@ -28,7 +28,6 @@
 #include "ports.h"
 #include "proto.h"
 #include "spool-side.h"
-#include "spool_ring.h"
 #include "spool.h"
 #include "util.h"
 
@@ -56,7 +55,6 @@ struct spool {
 	int tail_fd;  /* cpuN.spool, buffered: the partial block */
 	int rfd;      /* cpuN.spool, read back by the scan */
 	uint8_t *buf; /* SPOOL_BUF bytes, page aligned: the file from offset flushed on */
-	struct spool_ring ring; /* spool_share: buf is its block of offset flushed (fd -1: none) */
 	size_t fill, persisted; /* bytes in buf; of them, already in the file */
 	size_t direct;          /* of them, the whole SPOOL_ALIGN blocks written through fd */
 	uint64_t flushed;       /* file offset of buf[0] */
@@ -108,7 +106,7 @@ int spool_new(const struct spool_ops *ops, unsigned cpu, bool perf, struct port 
 	if (!s)
 		return -ENOMEM;
 	*s = (struct spool){ .ops = *ops, .cpu = cpu, .perf = perf, .port = port, .fd = -1, .tail_fd = -1,
-			     .rfd = -1, .session_id = session_id, .page_size = page_size, .ring.fd = -1 };
+			     .rfd = -1, .session_id = session_id, .page_size = page_size };
 	s->page = malloc(page_size);
 	s->dir = strdup(session_dir);
 	r = s->page && s->dir ? spool_open_files(s, session_dir) : -ENOMEM;
@@ -135,10 +133,7 @@ void spool_free(struct spool *s)
 		close(s->tail_fd);
 	if (s->rfd >= 0)
 		close(s->rfd);
-	if (s->ring.map)
-		spool_ring_close(&s->ring); /* buf was its memory */
-	else
-		free(s->buf);
+	free(s->buf);
 	free(s->page);
 	free(s->dir);
 	free(s->fm);
@@ -166,26 +161,6 @@ static int spool_pread(struct spool *s, void *buf, size_t len, uint64_t off)
 	if (len)
 		memcpy(out, s->buf + (off - s->flushed), len);
 	return 0;
-}
-
-int spool_share(struct spool *s, uint32_t blocks)
-{
-	char name[32];
-	int r;
-
-	if (s->ring.map || s->fill || s->flushed)
-		return -EBUSY;
-	snprintf(name, sizeof(name), "vt-%scpu%u", s->perf ? "perf-" : "", s->cpu);
-	if ((r = spool_ring_create(&s->ring, name, SPOOL_BUF, blocks)) < 0)
-		return r;
-	free(s->buf);
-	s->buf = spool_ring_block(&s->ring, 0);
-	return 0;
-}
-
-int spool_ring_fd(const struct spool *s)
-{
-	return s ? s->ring.fd : -1;
 }
 
 /* Writes what the buffer holds beyond what the file has: its whole SPOOL_ALIGN blocks through
@@ -354,12 +329,6 @@ static int spool_write_block(struct spool *s)
 	}
 	s->flushed += SPOOL_BUF;
 	s->fill = s->persisted = s->direct = 0;
-	if (s->ring.map) { /* the next block reuses the oldest one's memory: out of the ring first */
-		uint64_t keep = (uint64_t)(s->ring.n - 1) * SPOOL_BUF;
-
-		spool_ring_publish(&s->ring, s->flushed > keep ? s->flushed - keep : 0, s->flushed);
-		s->buf = spool_ring_block(&s->ring, s->flushed);
-	}
 	return spool_drop_oldest(s);
 }
 
@@ -565,7 +534,6 @@ static void spool_scan(struct spool *s)
 /* A write failed (disk full, I/O error): say so once, keep reading the port, drop the rest. */
 static void spool_write_failed(struct spool *s, int err)
 {
-	spool_ring_invalidate(&s->ring); /* discarding reads into buf */
 	s->fill = s->persisted; /* what the file does not have is gone */
 	s->direct = s->persisted & ~(size_t)(SPOOL_ALIGN - 1); /* nothing more from buf: discarding reuses it */
 	s->st.spooled = s->flushed + s->persisted;
@@ -595,11 +563,6 @@ static ssize_t spool_read_port(struct spool *s)
 		}
 		s->fill += (size_t)n;
 		s->st.spooled += (uint64_t)n;
-		if (s->ring.map) {
-			uint64_t keep = (uint64_t)(s->ring.n - 1) * SPOOL_BUF;
-
-			spool_ring_publish(&s->ring, s->flushed > keep ? s->flushed - keep : 0, s->flushed + s->fill);
-		}
 		return n;
 	}
 }
@@ -690,7 +653,6 @@ void spool_discard(struct spool *s)
 
 	if (r < 0 && !s->discard)
 		spool_write_failed(s, r);
-	spool_ring_invalidate(&s->ring); /* discarding reads into buf */
 	s->discard = true;
 }
 

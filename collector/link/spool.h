@@ -53,12 +53,6 @@ void spool_free(struct spool *s);
  * record boundary, its task and mapping records kept aside in perf-cpuN.side: spool-side.c).
  * The spool must be on a file system that punches holes. */
 void spool_flight_recorder(struct spool *s, uint64_t bytes);
-/* The live merge: the buffer becomes the newest of `blocks` SPOOL_BUF blocks in shared memory
- * (common/spool_ring.h) that the follower copies from instead of reading the file back. Before
- * the first byte only. */
-int spool_share(struct spool *s, uint32_t blocks);
-/* Its memfd (-1: not shared), for the follower. */
-int spool_ring_fd(const struct spool *s);
 
 int spool_arm(struct spool *s, struct event_base *base);
 /* Moves what the port has into the spool and scans it (the read callback; tests call it). */

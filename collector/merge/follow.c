@@ -377,8 +377,5 @@ int merge_follow(struct merge_ctx *m, const struct merge_options *o, const char 
 		printf("  live:   merged while tracing; no guest time converted before the end (a fit waits for "
 		       "probes spanning %llu s), then with clock.ini's; %" PRIu64 " guest times raised to keep "
 		       "the order\n", (unsigned long long)(MERGE_LIVE_MIN_SPAN_NS / 1000000000ull), f.clamped);
-	if (m->vm[0].guest.present)
-		printf("          spools: %.1f MB copied from the daemon's memory while tracing, %.1f MB read back\n",
-		       (double)m->vm[0].guest.ring_bytes / 1e6, (double)m->vm[0].guest.read_bytes / 1e6);
 	return 0;
 }

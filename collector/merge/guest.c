@@ -10,10 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <unistd.h>
-
-#include "collector.h"
-#include "log.h"
 #include "marker.h"
 #include "merge.h"
 #include "util.h"
@@ -303,24 +299,6 @@ static void cpu_close(struct guest_cpu *c)
 	if (c->direct_fd >= 0)
 		close(c->direct_fd);
 	c->fd = c->direct_fd = -1;
-	spool_ring_close(&c->ring);
-}
-
-/* Following for the daemon: c's shared newest pages, when MERGE_RINGS_ENV names an fd for it. */
-static void ring_of(struct guest_cpu *c)
-{
-	const char *v = getenv(MERGE_RINGS_ENV);
-	unsigned cpu;
-	int fd, n;
-
-	while (v && *v && sscanf(v, "%u:%d%n", &cpu, &fd, &n) == 2) {
-		if (cpu == c->cpu && fd > 2 && spool_ring_open(&c->ring, dup(fd)) < 0)
-			log_warn("cpu%u: the daemon's shared pages (fd %d) are no ring: reading cpu%u.spool", cpu, fd, cpu);
-		if (cpu == c->cpu)
-			return;
-		v += n;
-		v += *v == ',';
-	}
 }
 
 static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
@@ -333,8 +311,6 @@ static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 	if (!c->page || posix_memalign((void **)&c->rbuf, 4096, MAX(GUEST_RBUF, g->page_size)) != 0)
 		return -ENOMEM;
 	c->direct_fd = g->follow ? openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT) : -1;
-	if (g->follow)
-		ring_of(c);
 	c->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (c->fd < 0 || fstat(c->fd, &st) < 0 || find_begin(g, c, (uint64_t)st.st_size) < 0)
 		return -ENOENT;
@@ -389,7 +365,7 @@ int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t w
 		return -ENOMEM;
 	for (uint32_t i = 0; i < g->ncpus; i++) {
 		g->cpus[i].cpu = i;
-		g->cpus[i].fd = g->cpus[i].direct_fd = g->cpus[i].ring.fd = -1;
+		g->cpus[i].fd = g->cpus[i].direct_fd = -1;
 		if (open_cpu(g, dfd, &g->cpus[i]) < 0) {
 			g->loss.dropped_cpus++;
 			g->cpus[i].data_end = g->cpus[i].pos = 0;
@@ -447,24 +423,19 @@ static bool page_there(struct merge_guest *g, struct guest_cpu *c)
 	return false;
 }
 
-/* The page at `at` of c's spool (below c->data_end), from c->rbuf: one copy from the daemon's
- * shared newest pages while they hold the range (following), else one pread, brings up to
+/* The page at `at` of c's spool (below c->data_end), from c->rbuf: one pread brings up to
  * GUEST_RBUF of whole pages. A page per pread cost ×3 the CPU when the host was busy (the
  * copy out of a cold page cache, bench/RESULTS.md). NULL when it cannot be read. */
 static const uint8_t *page_at(struct merge_guest *g, struct guest_cpu *c, uint64_t at)
 {
 	size_t want;
-	ssize_t n = -1;
+	ssize_t n;
 
 	if (at >= c->rb_off && at + g->page_size <= c->rb_off + c->rb_len)
 		return c->rbuf + (at - c->rb_off);
 	want = (size_t)MIN((uint64_t)MAX(GUEST_RBUF, g->page_size), c->data_end - at) / g->page_size * g->page_size;
 	c->rb_off = at, c->rb_len = 0;
-	if (want && spool_ring_read(&c->ring, at, c->rbuf, want)) { /* the daemon's memory */
-		g->ring_bytes += want;
-		c->rb_len = want;
-		return c->rbuf;
-	}
+	n = -1;
 	if (want && c->direct_fd >= 0 && !(at % 4096) && !(want % 4096) &&
 	    (n = pread(c->direct_fd, c->rbuf, want, (off_t)at)) < 0 && errno == EINVAL) {
 		close(c->direct_fd);
@@ -475,7 +446,6 @@ static const uint8_t *page_at(struct merge_guest *g, struct guest_cpu *c, uint64
 	if (n < (ssize_t)g->page_size)
 		return NULL;
 	c->rb_len = (size_t)n / g->page_size * g->page_size;
-	g->read_bytes += c->rb_len;
 	return c->rbuf;
 }
 

@@ -18,7 +18,6 @@
 #include "marker.h"
 #include "perf_events.h"
 #include "perf_file.h"
-#include "spool_ring.h"
 #include "tep_format.h"
 
 struct perf_reader;
@@ -106,7 +105,6 @@ struct guest_cpu {
 	uint32_t cpu;
 	int fd;
 	int direct_fd;          /* following: the spool with O_DIRECT (-1: none) */
-	struct spool_ring ring; /* following: the daemon's newest pages of it (map NULL: none) */
 	uint64_t data_off, data_end; /* first ring page; end of whole pages before the end marker */
 	uint64_t pos;
 	bool have_end;
@@ -144,8 +142,6 @@ struct merge_guest {
 			       * scan), no clock fit and nothing written into the session */
 	bool session_read;    /* session.ini was valid */
 	bool follow;          /* set before merge_guest_load: the session is still tracing */
-	uint64_t ring_bytes;  /* following: spool bytes copied from the daemon's memory, not read */
-	uint64_t read_bytes;  /* following: spool bytes read from the files */
 	bool followed;        /* it was: the spools may have grown since they were opened */
 	uint64_t follow_gen;  /* following: +1 at each wait for more data (spool sizes read again) */
 	uint64_t live_fit_until; /* following: host time of the newest probe fitted (guest times
