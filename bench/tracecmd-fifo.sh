@@ -11,17 +11,20 @@
 # them, without time sync (--tsync-interval -1: ptp over user networking fails, RESULTS.md).
 # Ours: trace-collector start with its defaults (host perf record, live merge) and stop.
 # Prints the table of bench/RESULTS.md (medians), raw lines in OUT/results.txt.
-#   bench/tracecmd-fifo.sh [--fix-splice] [--rounds 3] [--secs 10] [--psecs 25] [--out DIR]
+#   bench/tracecmd-fifo.sh [--fix-splice] [--no-warmup] [--rounds 3] [--secs 10] [--psecs 25] [--out DIR]
+# Before the rounds one flood session of each tool is run and not counted (--no-warmup: none):
+#   round 0 starts with ours, and the first session after the guest booted is 10-30% slower.
 # --fix-splice: trace-cmd record runs with LD_PRELOAD=bench/tracecmd-splice0.c (built here): as
 #   shipped, its FIFO reader splices 0 bytes (libtracefs 1.6.4), so nothing is read while
 #   tracing, the guest's writers block and stop hangs until QEMU exits (RESULTS.md).
 # As root, after ninja -C build; takes /tmp/vt-guest.lock (one guest at a time).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-rounds=3 secs=10 psecs=25 out= fix=0
+rounds=3 secs=10 psecs=25 out= fix=0 warmup=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--fix-splice) fix=1; shift; continue ;;
+	--no-warmup) warmup=0; shift; continue ;;
 	--rounds) rounds=$2 ;; --secs) secs=$2 ;; --psecs) psecs=$2 ;; --out) out=$2 ;;
 	*) echo "tracecmd-fifo: unknown argument '$1' (see the header of $0)" >&2; exit 2 ;;
 	esac
@@ -36,10 +39,10 @@ if [ "$fix" = 1 ]; then
 	cc -O2 -Wall -shared -fPIC -o "$out/tracecmd-splice0.so" "$top/bench/tracecmd-splice0.c" -ldl
 	export VT_TC_WRAP="env LD_PRELOAD=$out/tracecmd-splice0.so"
 fi
-echo "# $(date '+%F %T') tracecmd-fifo rounds=$rounds secs=$secs psecs=$psecs fix_splice=$fix $(trace-cmd --version 2>&1 | grep -m1 version) uptime: $(uptime)" >>"$out/results.txt"
+echo "# $(date '+%F %T') tracecmd-fifo rounds=$rounds secs=$secs psecs=$psecs fix_splice=$fix warmup=$warmup $(trace-cmd --version 2>&1 | grep -m1 version) uptime: $(uptime)" >>"$out/results.txt"
 flock /tmp/vt-guest.lock "$top/bench/vm-bench.py" tcfifo --with-tracecmd --host-perf --secs "$secs" --rounds "$rounds" \
-	--timeout $((rounds * 4 * (secs + psecs + 40) + 300)) --out "$out" \
-	--append "vt.rates=0,2000 vt.psecs=$psecs vt.snap=1 vt.events=sched,timer" || echo "tracecmd-fifo: vm-bench exit $?" >&2
+	--timeout $(((rounds * 4 + 2) * (secs + psecs + 40) + 300)) --out "$out" \
+	--append "vt.rates=0,2000 vt.psecs=$psecs vt.snap=1 vt.warmup=$warmup vt.events=sched,timer" || echo "tracecmd-fifo: vm-bench exit $?" >&2
 echo "# after: uptime: $(uptime)" >>"$out/results.txt"
 "$top/bench/summarize.py" tcfifo "$out/results.txt"
 echo "raw: $out/results.txt"

@@ -3,7 +3,8 @@
 # per rate of vt.rates (KB/s per vCPU of 1000-byte trace_marker lines, 0 = as fast as it can;
 # vt.secs seconds at 0, vt.psecs at a paced rate), one session of ours (trace-agent, ports
 # trace-path-cpuN) and one of trace-cmd 3.1.6's agent in FIFO mode (ports trace-pipe-cpuN),
-# the order swapped every round; then (vt.snap=1) one flood session of ours with a snapshot.
+# the order swapped every round (after one unmeasured flood session of each with vt.warmup=1);
+# then (vt.snap=1) one flood session of ours with a snapshot.
 # Both tools trace events vt.events with vt.kb KiB rings. Per session:
 #   guest CPU: cgroup v2 cpu.stat usage_usec of the tool's own cgroup (trace-cmd's agent
 #     forks a child per client and one recorder per CPU: all in it), from before "ready" to
@@ -71,7 +72,7 @@ step_ours() { # RATE
 	ev=$(events $A) ov=$(overruns $A)
 	finished
 	u1=$(usage ours) b1=$(sent trace-path-cpu)
-	say "result kind=ours rate=$1 round=$r guest_cpu_us=$((u1 - u0)) bytes=$((b1 - b0)) events=$ev overrun=$ov load='$out'"
+	say "result kind=${W}ours rate=$1 round=$r guest_cpu_us=$((u1 - u0)) bytes=$((b1 - b0)) events=$ev overrun=$ov load='$out'"
 }
 
 step_theirs() { # RATE
@@ -94,13 +95,23 @@ step_theirs() { # RATE
 		echo "tc-debug: $k $p $(cut -d' ' -f3,14,15 /proc/$p/stat) $(cat /proc/$p/wchan)"; done; done) &
 	finished
 	u1=$(usage theirs) b1=$(sent trace-pipe-cpu)
-	say "result kind=theirs rate=$1 round=$r guest_cpu_us=$((u1 - u0)) bytes=$((b1 - b0)) events=$ev overrun=$ov waited_ds=$i load='$out'"
+	say "result kind=${W}theirs rate=$1 round=$r guest_cpu_us=$((u1 - u0)) bytes=$((b1 - b0)) events=$ev overrun=$ov waited_ds=$i load='$out'"
 	# whatever trace-cmd left on in the top instance would cost during our sessions
 	echo 0 >$T/tracing_on
 	echo 0 >$T/events/enable
 	echo >$T/trace
 }
 
+# vt.warmup=1: first one flood session of each tool, not counted (kind=warmup-ours,
+# warmup-theirs): round 0's first session is always ours, and the first session after a boot
+# ran 10-30% slower (cold caches; bench/RESULTS.md).
+W=
+if [ "$(arg vt.warmup)" = 1 ]; then
+	W=warmup- r=0
+	step_ours 0
+	step_theirs 0
+	W=
+fi
 r=0
 while [ $r -lt "$rounds" ]; do
 	for rate in $rates; do
