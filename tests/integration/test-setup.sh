@@ -92,6 +92,17 @@ qemu_accepts() { # MACHINE SETUP ARGS...
 check "QEMU accepts pipe args (2 CPUs)" qemu_accepts pc --name vm1 --cpus 2 --dir "$tmp/vms/q1"
 check "QEMU accepts socket args (2 CPUs)" qemu_accepts pc --name vm2 --cpus 2 --dir "$tmp/vms/q2" --transport socket
 check "QEMU accepts pipe args (16 CPUs, 3 controllers)" qemu_accepts pc --name vm4 --cpus 16 --dir "$tmp/vms/q4"
+# setup --qmp with QMP events between the answers ("timestamp" before "event", as QEMU writes
+# them): they are skipped, not taken for an answer
+qmp_with_events() {
+	local sock=$tmp/fake-qmp.sock out
+	python3 "$(dirname "$0")/fake-qmp.py" "$sock" >"$tmp/fake-qmp.log" 2>&1 &
+	for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+	out=$("$T" setup --name vmq --cpus 2 --dir "$tmp/vms/qmp" --qmp "$sock" 2>&1) || { echo "$out" >&2; return 1; }
+	wait
+	grep -q 'QMP .*: 11 devices and chardevs added, 0 already there' <<<"$out" || { echo "$out" >&2; return 1; }
+}
+check "setup --qmp skips QMP events that come before an answer" qmp_with_events
 for m in pc q35; do
 	check "QEMU $m accepts pipe args (64 CPUs, 9 controllers behind a bridge)" qemu_accepts $m --name vm5 --cpus 64 --dir "$tmp/vms/q5"
 	check "QEMU $m accepts pipe args (256 CPUs, 33 controllers behind 2 bridges)" qemu_accepts $m --name vm3 --cpus 256 --dir "$tmp/vms/q3"
