@@ -9,7 +9,6 @@
 
 #include "collector.h"
 #include "log.h"
-#include "perf_reader.h"
 #include "report.h"
 #include "util.h"
 
@@ -166,4 +165,3 @@ void report_stop_summary(const char *path, FILE *out)
 	}
 	report_free(&r);
 }
-

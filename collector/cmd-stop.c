@@ -254,9 +254,9 @@ static uint64_t stop_records_size(const char *path, uint64_t size)
 	return size;
 }
 
-/* The stalls line (trace-collector report): one pass over OUT, skipped when it holds no host
- * recording (nothing to follow) or over 2 GB of records (the pass would take a while: run
- * report). */
+/* The stalls line (trace-collector report): the live merge's (live: OUT is its file), else one
+ * pass over OUT, skipped when it holds no host recording (nothing to follow) or over 2 GB of
+ * records (the pass would take a while: run report). */
 static void stop_stalls(struct stop_out *so, const char *dir, const char *out, bool live)
 {
 	char data[PATH_MAX + 8], host[16] = "";

@@ -89,16 +89,16 @@ static int disk_walk(int dirfd, unsigned depth, uint64_t *into, struct disk_usag
 			continue;
 		if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* gone meanwhile */
-		if (S_ISDIR(st.st_mode) && !into && fixed && !strcmp(e->d_name, fixed) && *fixed_bytes != UINT64_MAX) {
-			u->other += *fixed_bytes;
-			continue;
-		}
 		if (S_ISDIR(st.st_mode) && !into && fixed && !strcmp(e->d_name, fixed)) {
-			int fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			uint64_t b = 0;
+			uint64_t b = *fixed_bytes;
 
-			if (fd >= 0 && disk_walk(fd, depth + 1, &b, u, NULL, NULL) == 0)
-				*fixed_bytes = b;
+			if (b == UINT64_MAX) { /* not walked yet */
+				int fd = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+				b = 0;
+				if (fd >= 0 && disk_walk(fd, depth + 1, &b, u, NULL, NULL) == 0)
+					*fixed_bytes = b;
+			}
 			u->other += b;
 			continue;
 		}

@@ -292,6 +292,7 @@ static uint64_t fr_flush_pages(int dfd, unsigned cpu)
 		return 0;
 	return n;
 }
+
 static void cpu_close(struct guest_cpu *c)
 {
 	if (c->fd >= 0)

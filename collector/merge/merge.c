@@ -428,11 +428,10 @@ static void merge_stalls_line(struct merge_ctx *m, const struct merge_options *o
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
+	int fd;
 
 	if (!f)
 		return;
-	int fd;
-
 	report_live_finish(m->stalls, f);
 	snprintf(path, sizeof(path), "%s/live-stalls.txt", o->session_dir);
 	if (fclose(f) < 0 || !text)

@@ -13,7 +13,6 @@
 struct report_live {
 	struct report r;
 	struct report_feed *f;
-	const struct perf_attr_ids *attrs;
 };
 
 static const struct perf_attr_ids *live_attr(void *ud, size_t i)
@@ -35,7 +34,6 @@ int report_live_new(const struct perf_attr_ids *attrs, size_t n_attrs, const uin
 		free(l);
 		return q;
 	}
-	l->attrs = attrs;
 	if ((q = report_feed_new(&l->r, live_attr, (void *)attrs, n_attrs, td, td_len, err, sizeof(err), &l->f)) < 0) {
 		report_free(&l->r);
 		free(l);
