@@ -174,7 +174,7 @@ int util_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len
 
 int util_write_file(const char *path, const void *buf, size_t len, mode_t mode)
 {
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
 	int r;
 
 	if (fd < 0)

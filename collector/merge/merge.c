@@ -421,26 +421,22 @@ static int merge_finish(struct merge_ctx *m, const struct merge_options *o, cons
 }
 
 /* Following: stop's stalls line for the output, into SESSION/live-stalls.txt (stop prints it
- * instead of reading the output again). */
+ * instead of reading the output again); written as a .tmp, never through a link, and renamed. */
 static void merge_stalls_line(struct merge_ctx *m, const struct merge_options *o)
 {
-	char path[PATH_MAX + 32];
 	_cleanup_free_ char *text = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
-	int fd;
+	int r;
 
 	if (!f)
 		return;
 	report_live_finish(m->stalls, f);
-	snprintf(path, sizeof(path), "%s/live-stalls.txt", o->session_dir);
 	if (fclose(f) < 0 || !text)
 		return;
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || util_write_full(fd, text, len) < 0)
-		log_warn("%s: cannot write it (stop reads the output for its stalls line): %m", path);
-	if (fd >= 0)
-		close(fd);
+	if ((r = util_replace_file(o->session_dir, "live-stalls.txt", text, len)) < 0)
+		log_warn("%s/live-stalls.txt: cannot write it (stop reads the output for its stalls line): %s",
+			 o->session_dir, strerror(-r));
 }
 
 /* Everything the merge holds; an unfinished output (r < 0) is removed. */

@@ -171,17 +171,20 @@ static void vm_info_list(const struct merge_ctx *m, FILE *f)
 }
 
 /* vm's merge.ini in its session dir: what this merge did about its clock and vCPUs (best
- * effort: a read-only session dir only loses this file). */
+ * effort: a read-only session dir only loses this file). Written as merge.ini.tmp (never
+ * through a link) and renamed over it: a session dir of another user's cannot send it elsewhere. */
 static void vm_info(const struct merge_ctx *m, const struct merge_vm *vm, const char *output)
 {
 	const struct merge_guest *g = &vm->guest;
-	char path[PATH_MAX];
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
 	FILE *f;
+	int r;
 
-	if (!g->present || snprintf(path, sizeof(path), "%s/merge.ini", vm->dir) >= (int)sizeof(path) ||
-	    !(f = fopen(path, "w"))) {
-		if (g->present)
-			log_warn("%s: cannot write merge.ini: %s", vm->dir, strerror(errno));
+	if (!g->present)
+		return;
+	if (!(f = open_memstream(&text, &len))) {
+		log_warn("%s: cannot write merge.ini: %m", vm->dir);
 		return;
 	}
 	fprintf(f, "output=%s\nclock_method=%s\nclock_aligned=%d\nclock_recovered=%d\nclock_samples=%" PRIu64
@@ -196,7 +199,9 @@ static void vm_info(const struct merge_ctx *m, const struct merge_vm *vm, const 
 		fprintf(f, "cpu%u.pages_read=%" PRIu64 "\ncpu%u.pages_bad=%" PRIu64 "\ncpu%u.pages_dropped=%" PRIu64 "\n",
 			i, g->cpus[i].pages_read, i, g->cpus[i].pages_bad, i, g->cpus[i].pages_dropped);
 	vm_info_list(m, f);
-	fclose(f);
+	r = fclose(f) < 0 || !text ? -ENOMEM : util_replace_file(vm->dir, "merge.ini", text, len);
+	if (r < 0)
+		log_warn("%s: cannot write merge.ini: %s", vm->dir, strerror(-r));
 }
 
 void merge_vm_info(const struct merge_ctx *m, const char *output)

@@ -25,7 +25,12 @@ check "a host recording (perf record -a)" record
 vm_events() { "$PERF" script -i "$1" -F machine_pid,event 2>/dev/null | awk '/^ *VM:/ { sub(/^ *VM: */, ""); sub(/:? *$/, ""); n[$1 " " $2]++ } END { for (k in n) print k, n[k] }' | sort; }
 no_warnings() { local e; e=$("$PERF" script -i "$1" -F +machine_pid,+vcpu 2>&1 >/dev/null; "$PERF" report -i "$1" --stdio --sort comm,dso 2>&1 >/dev/null); [ -z "$e" ] || { echo "perf said: $e" >&2; return 1; }; }
 
+# a merge.ini planted as a link (a session dir another user can write): replaced, never followed
+echo victim >"$W/victim"
+ln -sfn "$W/victim" "$W/A/merge.ini"
 check "one VM: merge A" tc merge "$W/A" --host-data "$W/host.data" -o "$W/one.data"
+check "a merge.ini planted as a link is replaced by a file" test -f "$W/A/merge.ini" -a ! -L "$W/A/merge.ini"
+check "... and the file it pointed to is untouched" test "$(cat "$W/victim")" = victim
 sum=$(tc merge "$W/A" --guest "$W/B" --guest "$W/C" --host-data "$W/host.data" -o "$W/three.data" 2>&1)
 check "three VMs: merge A --guest B --guest C exits 0" test $? -eq 0
 echo "$sum"
