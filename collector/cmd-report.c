@@ -2,6 +2,7 @@
 /* trace-collector report FILE: why the guest's vCPUs stalled, from a merged perf.data
  * (collector/report/, docs/guide-report.md): a table and per-vCPU summary, --json, --svg. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,11 +100,16 @@ static int report_cmd_parse(int argc, char **argv, struct report_cmd *c)
 
 static int report_cmd_svg(struct report *r, const struct report_cmd *c)
 {
-	FILE *f = fopen(c->svg, "w");
+	/* never through a link: report runs as root on files in shared places too */
+	int fd = open(c->svg, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
 	int q;
 
 	if (!f) {
-		log_error("report: cannot create %s: %m", c->svg);
+		log_error("report: cannot create %s: %s", c->svg,
+			  errno == ELOOP ? "it is a symbolic link (give the file's own path)" : strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return 1;
 	}
 	q = report_svg(r, &c->f, f);

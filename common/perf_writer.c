@@ -107,9 +107,11 @@ int perf_writer_open(const char *path, int level, struct perf_writer **ret)
 	w->dfd = -1;
 	if (posix_memalign((void **)&w->buf, 65536, OUT_BUF) != 0)
 		w->buf = NULL;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* Never through a link; the O_DIRECT fd is the same file, reopened by its fd (a path
+	 * another user can change would not be) */
+	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (w->fd >= 0)
-		w->dfd = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC); /* -1 (tmpfs): buffered it is */
+		w->dfd = util_reopen(w->fd, O_WRONLY | O_DIRECT | O_CLOEXEC); /* -1 (tmpfs): buffered it is */
 	if (w->fd < 0 || !w->path || !w->buf) {
 		r = w->fd < 0 ? -errno : -ENOMEM;
 		perf_writer_free(w);
@@ -363,8 +365,8 @@ int perf_writer_snapshot(struct perf_writer *w, const char *path, const struct p
 	if (w->cs && (r = zin_flush(w)) < 0)
 		return r;
 	s.flushed = w->flushed, s.pos = w->pos, s.blen = w->blen;
-	in = open(w->path, O_RDONLY | O_CLOEXEC);
-	s.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	in = util_reopen(w->fd, O_RDONLY | O_CLOEXEC);
+	s.fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	s.buf = malloc(OUT_BUF);
 	r = in < 0 || s.fd < 0 ? -errno : !s.buf ? -ENOMEM : 0;
 	if (r == 0)

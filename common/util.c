@@ -172,6 +172,16 @@ int util_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len
 	return util_read_file_at(AT_FDCWD, path, max, ret_buf, ret_len);
 }
 
+int util_reopen(int fd, int flags)
+{
+	char path[48];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	r = open(path, flags);
+	return r < 0 ? -errno : r;
+}
+
 int util_write_file(const char *path, const void *buf, size_t len, mode_t mode)
 {
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);

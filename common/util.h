@@ -53,6 +53,9 @@ void util_buf_put(struct util_buf *b, const void *d, size_t n);
 int util_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len);
 /* Same, relative to a directory fd. */
 int util_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
+/* The file open as fd, opened again with flags (by /proc/self/fd: the same inode, whatever its
+ * path names now); the new fd or -errno. */
+int util_reopen(int fd, int flags);
 /* Write a whole file (O_TRUNC), mode for creation; never through a symbolic link (O_NOFOLLOW). */
 int util_write_file(const char *path, const void *buf, size_t len, mode_t mode);
 /* Parse "123", "64K", "16M", "2G" (binary units) into bytes; -EINVAL/-ERANGE. */

@@ -56,6 +56,10 @@ check_out "guest-only --json: no stalls, notes" '^0 stalls, [1-9] notes' bash -c
 	_ "$TRACE_COLLECTOR" "$T/guest-only.data"
 
 # The picture in a real browser.
+echo victim >"$T/victim"
+ln -s "$T/victim" "$T/link.svg"
+check_out "--svg onto a symbolic link: refused, named" 'link.svg: it is a symbolic link' bash -c '"$1" report "$2" --svg "$3"; echo "exit $?"' _ "$TRACE_COLLECTOR" "$in" "$T/link.svg"
+check "... the file it pointed to untouched" test "$(cat "$T/victim")" = victim
 check "--svg" tc report "$in" --svg "$T/r.svg"
 chromium=$(command -v chromium || command -v chromium-browser)
 if [ -z "$chromium" ]; then
