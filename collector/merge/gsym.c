@@ -371,6 +371,20 @@ void merge_gsym_free(struct merge_guest *g)
 	g->gsym = NULL;
 }
 
+/* snprintf(buf, size, "%.*s", max, name) without the format's cost. */
+static size_t gsym_copy(const char *name, size_t max, char *buf, size_t size)
+{
+	size_t n = strnlen(name, max);
+
+	if (size) {
+		size_t k = MIN(n, size - 1);
+
+		memcpy(buf, name, k);
+		buf[k] = 0;
+	}
+	return n;
+}
+
 /* The guest's name for addr, as %ps (name) or %pS (name+0xoff) prints it; hex when unknown. */
 static size_t gsym_name(const struct gsym_table *s, uint64_t addr, bool with_off, char *buf, size_t size)
 {
@@ -388,7 +402,7 @@ static size_t gsym_name(const struct gsym_table *s, uint64_t addr, bool with_off
 		return (size_t)snprintf(buf, size, "0x%" PRIx64, addr);
 	if (with_off && addr != s->addr[lo - 1])
 		return (size_t)snprintf(buf, size, "%.100s+0x%" PRIx64, s->name[lo - 1], addr - s->addr[lo - 1]);
-	return (size_t)snprintf(buf, size, "%.120s", s->name[lo - 1]);
+	return gsym_copy(s->name[lo - 1], 120, buf, size); /* once per such field of every record */
 }
 
 size_t merge_gsym_record(const struct merge_guest *g, const struct guest_event *e, const uint8_t *data, size_t len,
