@@ -214,14 +214,32 @@ def tcfifo(lines):
         ("output file", lambda r: int(r["host"]["out_bytes"]) / 1e6, "{:.1f} MB"),
         ("stop → file", lambda r: float(r["host"]["stop_s"]), "{:.2f} s"),
     ]
-    print("| rate | measure | ours | trace-cmd agent + FIFOs | ours ÷ theirs |")
-    print("|---|---|---|---|---|")
+    # The ratio of each round's two sessions (run minutes apart, in turn): this shared host's
+    # speed drifts between sessions more than the tools differ, and a pair sees the same drift.
+    def paired(rate, f):
+        xs = []
+        for o in rows:
+            if o["kind"] != "ours" or o["rate"] != rate or not o["host"] or int(o["bytes"]) <= 0:
+                continue
+            t = [r for r in rows if r["kind"] == "theirs" and r["rate"] == rate and r["round"] == o["round"]
+                 and r["host"] and int(r["bytes"]) > 0]
+            try:
+                if t and f(t[0]):
+                    xs.append(f(o) / f(t[0]))
+            except (KeyError, ValueError, ZeroDivisionError):
+                pass
+        return xs
+
+    print("| rate | measure | ours | trace-cmd agent + FIFOs | ours ÷ theirs | per round: median (min–max) |")
+    print("|---|---|---|---|---|---|")
     for rate in sorted({r["rate"] for r in rows}, key=int):
         name = "flood" if rate == "0" else f"{int(rate) / 1000:g} MB/s/vCPU"
         for label, f, fmt in measures:
             (o, no), (t, nt) = med("ours", rate, f), med("theirs", rate, f)
             ratio = f"×{o / t:.2f}" if t and t == t and o == o else "—"
-            print(f"| {name} | {label} | {fmt.format(o)} (n={no}) | {fmt.format(t)} (n={nt}) | {ratio} |")
+            xs = paired(rate, f)
+            pr = f"×{statistics.median(xs):.2f} (×{min(xs):.2f}–{max(xs):.2f})" if xs else "—"
+            print(f"| {name} | {label} | {fmt.format(o)} (n={no}) | {fmt.format(t)} (n={nt}) | {ratio} | {pr} |")
     for sn in snaps:
         print(f"snapshot (ours, after a flood): {float(sn['snapshot_s']):.2f} s for {int(sn['snap_bytes']) / 1e6:.0f} MB (rc {sn['rc']})")
     if loads:
