@@ -255,7 +255,7 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 		if (q && q->ts <= bt && (!blocked || q->ts <= bound)) {
 			merge_host_take(&m->host);
 			r = merge_source_host_emit(m, q, false);
-			free(q);
+			merge_host_release(&m->host, q);
 		} else if (best && (!blocked || bt < bound || (bt == bound && merge_source_rank(best) == 0))) {
 			/* At the bound itself a blocked stream may still bring a record of that time
 			 * that goes first (a FORK): only a FORK goes now, as the whole-file merge would. */

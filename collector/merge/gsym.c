@@ -311,6 +311,29 @@ static void gsym_sort(struct gsym_table *s)
 	free(order);
 }
 
+/* The 16 hex digits a kallsyms line starts with (strtoull was a tenth of the load). */
+static bool gsym_hex16(const char *l, uint64_t *ret)
+{
+	uint64_t a = 0;
+
+	for (int i = 0; i < 16; i++) {
+		char c = l[i];
+		unsigned d;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			d = (unsigned)(c - 'A' + 10);
+		else
+			return false;
+		a = a << 4 | d;
+	}
+	*ret = a;
+	return true;
+}
+
 void merge_gsym_load(struct merge_guest *g, const char *dir)
 {
 	struct gsym_table *s = calloc(1, sizeof(*s));
@@ -322,8 +345,8 @@ void merge_gsym_load(struct merge_guest *g, const char *dir)
 		free(s);
 		return;
 	}
-	for (size_t i = 0; i < len; i++)
-		cap += s->text[i] == '\n';
+	for (const char *c = s->text, *end = s->text + len; (c = memchr(c, '\n', (size_t)(end - c))); c++)
+		cap++;
 	s->addr = calloc(cap + 1, sizeof(*s->addr));
 	s->name = calloc(cap + 1, sizeof(*s->name));
 	s->mods = calloc(GSYM_MODULES_MAX, sizeof(*s->mods));
@@ -333,9 +356,8 @@ void merge_gsym_load(struct merge_guest *g, const char *dir)
 		next = l + strcspn(l, "\n");
 		if (*next)
 			*next++ = '\0';
-		if (strlen(l) < 20 || l[16] != ' ' || l[18] != ' ')
+		if (strlen(l) < 20 || l[16] != ' ' || l[18] != ' ' || !gsym_hex16(l, &a))
 			continue;
-		a = strtoull(l, NULL, 16);
 		if ((tab = strchr(l + 19, '\t'))) { /* "name\t[module]" */
 			*tab = '\0';
 			gsym_module_line(s, a, tab + 1);

@@ -66,7 +66,7 @@ static int merge_loop(struct merge_ctx *m)
 		if (q && (!g || q->ts <= gts)) { /* the host first on ties */
 			merge_host_take(&m->host);
 			r = merge_source_host_emit(m, q, false);
-			free(q);
+			merge_host_release(&m->host, q);
 		} else if (g) {
 			/* perf must see the guest ID_INDEX (and so perf_guest) before any guest
 			 * record: samples delivered before it are dropped as host-side noise. */

@@ -332,10 +332,14 @@ struct merge_host {
 	uint64_t bound;                    /* peek returned 2: no later record is before this */
 	uint64_t bound_limit, bound_seq;   /* the release that returned 2: redone only when a record came or the limit moved */
 	struct gbin_host ids;              /* its build-ids, which no guest binary may take (gbinhost.c) */
+	struct host_rec *pool;             /* released small records, for the next ones (a list) */
+	size_t pooled;
 	char err[256];
 };
 
 int merge_host_open(struct merge_host *h, const char *path, char *err, size_t errlen);
+/* A record peek gave, written and taken: freed, or kept for the next one (no malloc per record). */
+void merge_host_release(struct merge_host *h, struct host_rec *q);
 /* The next host record to write: 1 with *ret and *ret_immediate (user or untimed records,
  * written as soon as read) or a timed record that no later host record can precede;
  * 0 when the recording is exhausted; negative on a damaged file (h->err). */

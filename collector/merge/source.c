@@ -196,7 +196,7 @@ int merge_source_host_next(struct merge_ctx *m, struct host_rec **q)
 			return r;
 		merge_host_take(&m->host);
 		r = merge_source_host_emit(m, *q, true);
-		free(*q);
+		merge_host_release(&m->host, *q);
 		*q = NULL;
 		if (r < 0)
 			return r;

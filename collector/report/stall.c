@@ -240,9 +240,16 @@ int report_foreign_thread(struct report *r, int32_t pid, int32_t tid, int32_t vc
 	return 0;
 }
 
+/* snprintf(dst, REPORT_COMM, "%s", ...) without the format's cost: on every host switch */
 static void copy_comm(char *dst, const char *src)
 {
-	snprintf(dst, REPORT_COMM, "%s", src && src[0] ? src : "?");
+	size_t n;
+
+	if (!src || !src[0])
+		src = "?";
+	n = strnlen(src, REPORT_COMM - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
 }
 
 static struct report_hcpu *hcpu_get(struct report *r, uint32_t cpu)
