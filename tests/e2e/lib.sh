@@ -29,9 +29,9 @@ e2e_cleanup() {
 		wait "$BOOT_PID" 2>/dev/null
 	fi
 	pid=$(cat "$E2E_STATE/boot.pid.$VM_NAME" 2>/dev/null) # a guest e2e_start booted again
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+	if [ -n "$pid" ] && e2e_alive "$pid"; then
 		kill "$pid" 2>/dev/null
-		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		for _ in $(seq 50); do e2e_alive "$pid" || break; sleep 0.1; done
 	fi
 	if [ "$vt_fail" -ne 0 ]; then
 		[ -f "$E2E_STATE/boot.out.$VM_NAME" ] && { echo "--- the second boot's output"; cat "$E2E_STATE/boot.out.$VM_NAME"; }
@@ -78,7 +78,7 @@ e2e_wait() {
 	local re=$1 deadline=$((SECONDS + $2))
 	while [ $SECONDS -lt $deadline ]; do
 		e2e_console | grep -Eq -- "$re" && return 0
-		kill -0 "$(e2e_boot_pid)" 2>/dev/null || { echo "guest gone while waiting for /$re/" >&2; return 1; }
+		e2e_alive "$(e2e_boot_pid)" || { echo "guest gone while waiting for /$re/" >&2; return 1; }
 		sleep 0.1
 	done
 	echo "timed out waiting for /$re/ on the console" >&2
@@ -92,11 +92,15 @@ e2e_say() { timeout 5 bash -c 'echo "$1" >"$2"' _ "$1" "$CIN"; }
 # the agent waits for the host.
 e2e_boot() {
 	{ [ $# -eq 0 ] || printf '%q ' "$@"; } >"$E2E_STATE/boot.args.$VM_NAME" # for e2e_reboot
+	rm -f "$LOG" # a guest booted before in this test: its lines must not answer the waits below
 	"$VT_E2E_BOOT" --dir "$VM" --log "$LOG" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN" \
 		--timeout 150 "$@" &
 	BOOT_PID=$!
 	e2e_wait '^vt-e2e: ready' 60 && e2e_wait 'trace-agent: waiting for the host' 30
 }
+
+# Whether PID runs (an orphan's zombie does not: a reparented boot waits for init to reap it).
+e2e_alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.Z' "/proc/$1/status" 2>/dev/null; }
 
 # The pid of the guest's boot: e2e_boot's, or the one e2e_reboot started (kept in a file, as
 # e2e_start often runs in $(...)).
@@ -133,7 +137,7 @@ e2e_end() {
 	e2e_say end || true
 	pid=$(cat "$E2E_STATE/boot.pid.$VM_NAME" 2>/dev/null)
 	if [ -n "$pid" ]; then # booted again by e2e_reboot: not our child (boot has its own timeout)
-		while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+		while e2e_alive "$pid"; do sleep 0.1; done
 		st=$(cat "$E2E_STATE/boot.st.$VM_NAME" 2>/dev/null || echo 1)
 		rm -f "$E2E_STATE/boot.pid.$VM_NAME"
 		wait "$BOOT_PID" 2>/dev/null
