@@ -237,6 +237,9 @@ class Bench:
             kind = ("follower" if "--follow" in argv else
                     "perf" if os.path.basename(argv[0]) == "perf" else os.path.basename(argv[0]) or "other")
             out[kind] = out.get(kind, 0) + (proc_cpu_ns(pid) or 0) / 1e9
+            # the same in ns (schedstat of its live threads): /proc's ticks are 10 ms, too
+            # coarse for a follower's 0.2-0.3 s a session
+            out[kind + "_ns"] = out.get(kind + "_ns", 0) + proc_run_ns(pid) / 1e9
         return out
 
     def stop_agent(self):
@@ -296,7 +299,7 @@ class Bench:
                     f"out_bytes={outsz} live_flushes={astats.get('live_flushes', '-')} "
                     f"live_flushes_not_needed={astats.get('live_flushes_not_needed', '-')} host_cpu_s={host_cpu:.3f} host_perf={int(self.a.host_perf)} "
                     f"variant={self.variant!r} start_cpu_s={self.start_cpu:.3f} "
-                    f"{' '.join(f'pre_stop_{k}_cpu_s={v:.3f}' for k, v in sorted(split.items()))} "
+                    f"{' '.join(f'pre_stop_{k[:-3]}_run_s={v:.4f}' if k.endswith('_ns') else f'pre_stop_{k}_cpu_s={v:.3f}' for k, v in sorted(split.items()))} "
                     f"pre_stop_cg_cpu_s={cg_pre:.3f} stop_phase_cpu_s={host_cpu - cg_pre:.3f} summary={summ!r}")
         if r.returncode:
             self.record("host stop_output=" + repr(text[-2000:]))
