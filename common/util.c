@@ -91,23 +91,27 @@ int util_write_full(int fd, const void *buf, size_t len)
 
 int util_replace_file(const char *dir, const char *name, const char *text, size_t len)
 {
-	char tmp[PATH_MAX + 64], path[PATH_MAX + 64];
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd = -1;
+	char tmp[NAME_MAX + 1];
 	int r;
 
-	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path) ||
-	    snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name) >= (int)sizeof(tmp))
+	if (dfd < 0)
+		return -errno;
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* a NAME.tmp already there (a crash, or planted: a link, a hard link) goes first */
+	if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	r = util_write_full(fd, text, len);
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
+	if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
 	if (r < 0)
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
 	return r;
 }
 

@@ -27,8 +27,9 @@ static inline void closep(int *fd) { if (*fd >= 0) close(*fd); }
 
 /* Write all len bytes; returns 0 or -errno. Retries EINTR and short writes. */
 int util_write_full(int fd, const void *buf, size_t len);
-/* DIR/NAME replaced whole: written to DIR/NAME.tmp (O_NOFOLLOW, mode 0600), fsynced, renamed
- * over NAME; the temporary file removed on any failure. 0 or -errno. */
+/* DIR/NAME replaced whole: written to a new DIR/NAME.tmp (one already there is removed first;
+ * O_EXCL | O_NOFOLLOW, mode 0600), fsynced, renamed over NAME, all relative to DIR opened once;
+ * the temporary file removed on any failure. 0 or -errno. */
 int util_replace_file(const char *dir, const char *name, const char *text, size_t len);
 /* Reads exactly len bytes at off (retrying EINTR and short reads): 0, -EIO at the end of the
  * file, or -errno. */

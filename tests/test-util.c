@@ -80,6 +80,44 @@ TEST(read_file_bounded)
 	CHECK_INT(util_read_file(path, 10, &buf, &len), ==, -ENOENT);
 }
 
+/* Links planted at NAME and NAME.tmp: both replaced, their targets untouched. */
+TEST(replace_file_through_no_link)
+{
+	char base[] = "/tmp/vt-test-replace-XXXXXX", victim[64], path[96], *buf = NULL;
+	size_t len = 0;
+	struct stat st;
+
+	CHECK(mkdtemp(base) != NULL);
+	snprintf(victim, sizeof(victim), "%s/victim", base);
+	CHECK_INT(util_write_file(victim, "victim", 6, 0600), ==, 0);
+	snprintf(path, sizeof(path), "%s/f.ini", base);
+	CHECK_INT(symlink(victim, path), ==, 0);
+	snprintf(path, sizeof(path), "%s/f.ini.tmp", base);
+	CHECK_INT(symlink(victim, path), ==, 0);
+	CHECK_INT(util_replace_file(base, "f.ini", "new", 3), ==, 0);
+	CHECK_INT(util_read_file(victim, 64, &buf, &len), ==, 0);
+	CHECK_STR(buf, "victim");
+	free(buf);
+	buf = NULL;
+	snprintf(path, sizeof(path), "%s/f.ini", base);
+	CHECK_INT(lstat(path, &st), ==, 0);
+	CHECK(S_ISREG(st.st_mode));
+	CHECK_INT(util_read_file(path, 64, &buf, &len), ==, 0);
+	CHECK_STR(buf, "new");
+	free(buf);
+	buf = NULL;
+	snprintf(path, sizeof(path), "%s/f.ini.tmp", base);
+	CHECK_INT(lstat(path, &st), ==, -1);
+	/* util_write_file refuses a link (O_NOFOLLOW) */
+	CHECK_INT(symlink(victim, path), ==, 0);
+	CHECK_INT(util_write_file(path, "x", 1, 0600), ==, -ELOOP);
+	CHECK_INT(util_read_file(victim, 64, &buf, &len), ==, 0);
+	CHECK_STR(buf, "victim");
+	free(buf);
+	snprintf(path, sizeof(path), "rm -rf '%s'", base);
+	CHECK_INT(system(path), ==, 0);
+}
+
 TEST(mkdir_p_nested)
 {
 	char base[] = "/tmp/vt-test-mkdir-XXXXXX";

@@ -92,12 +92,18 @@ e2e_say() { timeout 5 bash -c 'echo "$1" >"$2"' _ "$1" "$CIN"; }
 # the agent waits for the host.
 e2e_boot() {
 	{ [ $# -eq 0 ] || printf '%q ' "$@"; } >"$E2E_STATE/boot.args.$VM_NAME" # for e2e_reboot
-	rm -f "$LOG" # a guest booted before in this test: its lines must not answer the waits below
+	# a guest booted before in this test: its console lines must not answer the waits below,
+	# nor its pid stand for this boot's (one e2e_reboot started and nobody ended is stopped)
+	local old
+	old=$(cat "$E2E_STATE/boot.pid.$VM_NAME" 2>/dev/null)
+	[ -n "$old" ] && e2e_alive "$old" && kill "$old" 2>/dev/null
+	rm -f "$LOG" "$E2E_STATE/boot.pid.$VM_NAME"
 	"$VT_E2E_BOOT" --dir "$VM" --log "$LOG" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN" \
 		--timeout 150 "$@" &
 	BOOT_PID=$!
-	e2e_wait '^vt-e2e: ready' 60 && e2e_wait 'trace-agent: waiting for the host' 30
+	e2e_wait_agent
 }
+e2e_wait_agent() { e2e_wait '^vt-e2e: ready' 60 && e2e_wait 'trace-agent: waiting for the host' 30; }
 
 # Whether PID runs (an orphan's zombie does not: a reparented boot waits for init to reap it).
 e2e_alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.Z' "/proc/$1/status" 2>/dev/null; }
@@ -121,11 +127,12 @@ e2e_reboot() {
 	rm -f "$LOG" "$E2E_STATE/boot.st.$VM_NAME"
 	(
 		eval "set -- $(cat "$E2E_STATE/boot.args.$VM_NAME")"
+		# e2e_boot's command, with its pid being boot's own (setsid execs it)
 		setsid "$VT_E2E_BOOT" --dir "$VM" --log "$LOG" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN" \
 			--timeout 150 --status-file "$E2E_STATE/boot.st.$VM_NAME" "$@" </dev/null >>"$E2E_STATE/boot.out.$VM_NAME" 2>&1 &
 		echo $! >"$E2E_STATE/boot.pid.$VM_NAME"
 	)
-	e2e_wait '^vt-e2e: ready' 60 && e2e_wait 'trace-agent: waiting for the host' 30
+	e2e_wait_agent
 }
 
 # e2e_run N: runs the workload in the guest and waits for it.
