@@ -195,7 +195,11 @@ static int agent_setup(struct agent *a)
 	if (r < 0)
 		return r;
 	a->ncpus = (unsigned)get_nprocs_conf();
+	if (a->opts->subbuf_kb && (r = tracefs_subbuf_set(&a->tfs, a->opts->subbuf_kb)) < 0 && r != -ENOENT)
+		log_warn("cannot set the ring's sub-buffers to %u KiB (%s): streaming in the kernel's", a->opts->subbuf_kb,
+			 strerror(-r));
 	a->page_size = tracefs_page_size(&a->tfs);
+	log_debug("ring read in %u-byte sub-buffers", a->page_size);
 	a->pipe_size = agent_pipe_size(a->opts);
 	return config_default(&a->cfg, 0);
 }

@@ -16,6 +16,7 @@ struct agent_options {
 	const char *ports_dir; /* NULL: /dev/virtio-ports, else sysfs lookup */
 	const char *instance;  /* ftrace instance name */
 	uint64_t pipe_max;     /* cap on the splice pipe size, bytes */
+	uint32_t subbuf_kb;    /* the instance's ring sub-buffer (Linux 6.8+), KiB; 0: leave it */
 	bool no_binaries;      /* refuse BINARY_REQ */
 };
 
@@ -24,6 +25,10 @@ struct agent_options {
 #define AGENT_BUFFER_KB_MIN 4u
 #define AGENT_BUFFER_KB_MAX (4u << 20) /* 4 GiB per CPU */
 #define AGENT_FLUSH_MS_DEFAULT 1000u
+/* Sub-buffers of 16 KiB (4 pages): a quarter of the ring's page swaps and allocations per byte
+ * streamed; a quiet CPU's flush pads to one (bench/RESULTS.md, "Sub-buffers"). */
+#define AGENT_SUBBUF_KB_DEFAULT 16u
+#define AGENT_SUBBUF_KB_MAX 1024u
 #define AGENT_FLUSH_MS_MAX 3600000u
 
 /* What the host asked for; applied to the instance at CONFIG (idle) and at START. */
@@ -95,6 +100,9 @@ void tracefs_tracer_reset(struct tracefs *t);
 int tracefs_filter_try(struct tracefs *t, const char *filter, char **ret_msg);
 /* Reads per_cpu/cpuN/stats into the ring counters of *s. */
 int tracefs_cpu_stats(const struct tracefs *t, unsigned cpu, struct vt_cpu_stats *s);
+/* The instance's ring sub-buffer size (buffer_subbuf_size_kb, Linux 6.8+): -ENOENT before. */
+int tracefs_subbuf_set(const struct tracefs *t, uint32_t kb);
+/* The unit the ring is read in: the sub-buffer size, else the page size. */
 uint32_t tracefs_page_size(const struct tracefs *t);
 
 /* ---- ports.c: virtio-serial ports by name ---- */

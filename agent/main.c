@@ -32,6 +32,9 @@ static void usage(FILE *f)
 		"                    (default: /dev/virtio-ports, else found through /sys/class/virtio-ports)\n"
 		"  --instance NAME   ftrace instance to create (default: virtio-trace)\n"
 		"  --pipe-max SIZE   cap on each CPU's splice pipe (default: /proc/sys/fs/pipe-max-size)\n"
+		"  --subbuf-kb N     ring sub-buffer size in KiB where the kernel has\n"
+		"                    buffer_subbuf_size_kb (Linux 6.8+; default 16; 0: the kernel's,\n"
+		"                    one page); the unit streamed to the host\n"
 		"  --no-binaries     refuse the host's requests for guest binaries (ELF files named by\n"
 		"                    path and build-id, for guest user symbols in perf report)\n"
 		"  -v, --verbose     more messages (repeat for debug)\n"
@@ -41,19 +44,20 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_TRACEFS = 256, OPT_PORTS, OPT_INSTANCE, OPT_PIPE_MAX, OPT_NO_BINARIES, OPT_VERSION };
+	enum { OPT_TRACEFS = 256, OPT_PORTS, OPT_INSTANCE, OPT_PIPE_MAX, OPT_SUBBUF, OPT_NO_BINARIES, OPT_VERSION };
 	static const struct option longopts[] = {
 		{ "tracefs", required_argument, NULL, OPT_TRACEFS },
 		{ "ports-dir", required_argument, NULL, OPT_PORTS },
 		{ "instance", required_argument, NULL, OPT_INSTANCE },
 		{ "pipe-max", required_argument, NULL, OPT_PIPE_MAX },
+		{ "subbuf-kb", required_argument, NULL, OPT_SUBBUF },
 		{ "no-binaries", no_argument, NULL, OPT_NO_BINARIES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ 0 },
 	};
-	struct agent_options opts = { .instance = "virtio-trace" };
+	struct agent_options opts = { .instance = "virtio-trace", .subbuf_kb = AGENT_SUBBUF_KB_DEFAULT };
 	int c;
 
 	log_prog = "trace-agent";
@@ -74,6 +78,17 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case OPT_SUBBUF: {
+			uint64_t kb;
+
+			if (util_parse_u64(optarg, AGENT_SUBBUF_KB_MAX, &kb) < 0 || (kb && (kb < 4 || (kb & (kb - 1))))) {
+				log_error("--subbuf-kb '%s' is not 0 or a power of two from 4 to %u", optarg,
+					  AGENT_SUBBUF_KB_MAX);
+				return 2;
+			}
+			opts.subbuf_kb = (uint32_t)kb;
+			break;
+		}
 		case OPT_NO_BINARIES: opts.no_binaries = true; break;
 		case 'v': log_level++; break;
 		case 'h': usage(stdout); return 0;

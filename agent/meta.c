@@ -157,7 +157,13 @@ int meta_reply(struct agent *a, uint32_t seq, const char *host_key, struct vt_bu
 	struct meta_ctx c = { .a = a, .out = out, .seq = seq };
 	int r = 0;
 
-	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(tracefs_files); i++)
+	char inst_hp[4096];
+
+	/* The instance's header_page: since Linux 6.8 it gives that instance's sub-buffer size
+	 * (buffer_subbuf_size_kb), which the top-level one does not. */
+	snprintf(inst_hp, sizeof(inst_hp), "%s/events/header_page", a->tfs.inst_path);
+	r = meta_send(&c, "events/header_page", inst_hp);
+	for (size_t i = 1; r == 0 && i < ARRAY_SIZE(tracefs_files); i++)
 		r = meta_send_tracefs(&c, tracefs_files[i]);
 	/* trace_marker lines (and probe marks) are ftrace:print events. */
 	if (r == 0)

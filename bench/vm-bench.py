@@ -45,6 +45,11 @@ BUILD = os.environ.get("VT_BUILD", os.path.join(TOP, "build"))  # VT_BUILD: anot
 COLLECTOR = os.path.join(BUILD, "collector", "trace-collector")
 BOOT = os.path.join(TOP, "tests", "e2e", "boot")
 VM = "vt-e2e"  # the name tests/e2e/boot gives setup
+# VT_BENCH_KERNEL=subbuf: the guest on Debian 12's 6.12 kernel (ring sub-buffers, Linux 6.8+),
+# the image meson builds in tests/e2e/subbuf; default: the 6.1 test guest
+SUBBUF = os.environ.get("VT_BENCH_KERNEL", "") == "subbuf"
+IMAGE = os.path.join(BUILD, "tests", "e2e", "subbuf" if SUBBUF else "")
+KERNEL_ROOT = "kernel-root-subbuf" if SUBBUF else "kernel-root"
 TC_GUEST = "127.0.0.1"  # trace-cmd's name of a guest reached by IP: its FIFOs' directory
 TC_DIR = f"/var/lib/trace-cmd/virt/{TC_GUEST}"
 TC_PORT = 18823
@@ -145,7 +150,7 @@ class Bench:
                               check=True, capture_output=True).stdout
         path = os.path.join(self.tmp, "initrd")
         with open(path, "wb") as f:
-            f.write(open(os.path.join(BUILD, "tests", "e2e", "initramfs.cpio"), "rb").read())
+            f.write(open(os.path.join(IMAGE, "initramfs.cpio"), "rb").read())
             f.write(cpio)
         return path
 
@@ -153,7 +158,7 @@ class Bench:
     def stage_e1000(stage):
         """The e1000 NIC driver of the guest kernel's modules (no dependencies), as /lib/modules/e1000.ko."""
         cache = os.environ.get("VT_CACHE", os.path.join(BUILD, "cache"))
-        kroot = open(os.path.join(cache, "kernel-root")).read().strip()
+        kroot = open(os.path.join(cache, KERNEL_ROOT)).read().strip()
         ko = subprocess.run(["find", os.path.join(kroot, "lib", "modules"), "-name", "e1000.ko*"],
                             capture_output=True, text=True, check=True).stdout.split()
         if not ko:
@@ -461,11 +466,11 @@ class Bench:
     def run(self):
         a = self.a
         env = dict(os.environ, TRACE_COLLECTOR=COLLECTOR,
-                   VT_E2E_KERNEL=os.path.join(BUILD, "tests", "e2e", "vmlinux"),
+                   VT_E2E_KERNEL=os.path.join(IMAGE, "vmlinux"),
                    VT_E2E_INITRD=self.initrd())
         append = f"vt.secs={a.secs} vt.rounds={a.rounds} vt.kb={a.kb} {a.append}"
         extra = self.tracecmd_setup() if a.with_tracecmd else []
-        self.record(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {a.script} {append} host={os.uname().nodename} "
+        self.record(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {a.script} {append} guest_kernel={KERNEL_ROOT} host={os.uname().nodename} "
                     f"kernel={os.uname().release} ncpu={os.cpu_count()} load={','.join(loadavg())} accel=tcg")
         boot = subprocess.Popen([BOOT, "--dir", self.vmdir, "--log", self.log, "--console-in", self.fifo,
                                  "--script", os.path.join(TOP, "bench", "guest", a.script + ".sh"),

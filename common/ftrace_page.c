@@ -19,7 +19,7 @@ static uint64_t get_le(const uint8_t *p, uint32_t size)
 static int header_page_line(struct ftrace_page_layout *l, const char *line, size_t len, unsigned *seen)
 {
 	struct tep_format_field f;
-	int r = tep_format_parse_field(line, len, &f);
+	int r = tep_format_parse_field(line, len, FTRACE_PAGE_MAX, &f);
 
 	if (r <= 0)
 		return r;
@@ -66,7 +66,7 @@ static int layout_check(const struct ftrace_page_layout *l)
 	max_type = (1u << l->type_len_bits) - 1;
 	if ((l->ts_size != 8) || (l->commit_size != 4 && l->commit_size != 8) ||
 	    l->ts_off + 8 > l->data_off || l->commit_off + l->commit_size > l->data_off ||
-	    l->page_size < 256 || l->page_size > (1u << 20) || l->data_off >= l->page_size)
+	    l->page_size < 256 || l->page_size > FTRACE_PAGE_MAX || l->data_off >= l->page_size)
 		return -EBADMSG;
 	if (l->data_max_type == 0 ||
 	    l->data_max_type >= l->padding_type || l->padding_type > max_type ||

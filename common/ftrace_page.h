@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The largest sub-buffer read (buffer_subbuf_size_kb since Linux 6.8; a page before). */
+#define FTRACE_PAGE_MAX (1u << 20)
+
 struct ftrace_page_layout {
 	uint32_t ts_off, ts_size;         /* page base timestamp */
 	uint32_t commit_off, commit_size; /* commit word, = long size */

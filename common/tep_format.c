@@ -56,7 +56,7 @@ static int field_name(const char *decl, size_t len, char *name)
 	return 0;
 }
 
-int tep_format_parse_field(const char *line, size_t len, struct tep_format_field *ret)
+int tep_format_parse_field(const char *line, size_t len, uint32_t max_end, struct tep_format_field *ret)
 {
 	struct tep_format_field f = { 0 };
 	const char *p = memmem(line, len, "field:", 6);
@@ -77,7 +77,7 @@ int tep_format_parse_field(const char *line, size_t len, struct tep_format_field
 	rest -= (size_t)(semi - p);
 	if (field_number(semi, rest, "offset:", &f.offset) < 0 || field_number(semi, rest, "size:", &f.size) < 0)
 		return -EBADMSG;
-	if ((uint64_t)f.offset + f.size > UINT16_MAX)
+	if ((uint64_t)f.offset + f.size > max_end)
 		return -EBADMSG;
 	*ret = f;
 	return 1;
@@ -105,7 +105,7 @@ static int format_line(struct tep_format *f, const char *text, const char *line,
 				return -EBADMSG;
 		return 0;
 	}
-	r = tep_format_parse_field(line, len, &fld);
+	r = tep_format_parse_field(line, len, UINT16_MAX, &fld);
 	if (r <= 0)
 		return r;
 	if (f->n_fields >= TEP_FORMAT_MAX_FIELDS)

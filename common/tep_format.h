@@ -26,8 +26,9 @@ struct tep_format {
 };
 
 /* Parses one "field:TYPE NAME;\toffset:N;\tsize:N;..." line (len bytes, no newline needed).
- * Returns 1 and fills *ret for a field line, 0 for another line, -EBADMSG when malformed. */
-int tep_format_parse_field(const char *line, size_t len, struct tep_format_field *ret);
+ * Returns 1 and fills *ret for a field line, 0 for another line, -EBADMSG when malformed or when
+ * offset + size passes max_end (an event record: UINT16_MAX; header_page's data: a sub-buffer). */
+int tep_format_parse_field(const char *line, size_t len, uint32_t max_end, struct tep_format_field *ret);
 /* Parses a format file: name (safe name), ID (1..65535) and fields; common_type must exist.
  * -EBADMSG on anything malformed or out of bounds. */
 int tep_format_parse(const char *text, size_t len, struct tep_format *ret);

@@ -182,6 +182,11 @@ static void summary_vm(const struct merge_ctx *m, const struct merge_vm *vm)
 	}
 	if (m->n_vm > 1)
 		printf("  == vm %s (%s): merged, its events %s*\n", vm->name, vm->dir, vm->sys_prefix);
+	if (!g->present && vm->unusable[0]) { /* the stop's summary takes "not merged" as a warning */
+		printf("  guest:  0 samples written: its data not merged (%s); the spools stay in the "
+		       "session dir\n", vm->unusable);
+		return;
+	}
 	printf("  guest:  %" PRIu64 " samples written, %zu event formats, %zu task names, %u vCPUs\n",
 	       vm->samples, g->n_events, g->n_tasks, g->ncpus);
 	if (g->missing_cpus[0])

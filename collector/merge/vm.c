@@ -61,6 +61,7 @@ static int vm_load_guest(struct merge_vm *vm)
 		char name[sizeof(vm->guest.vm_name)];
 
 		log_warn("--guest %s: guest data not usable, this VM is left out: %s", vm->dir, why);
+		snprintf(vm->unusable, sizeof(vm->unusable), "%s", why);
 		memcpy(name, vm->guest.vm_name, sizeof(name));
 		merge_guest_free(&vm->guest);
 		memcpy(vm->guest.vm_name, name, sizeof(name)); /* named in the summary */
@@ -119,6 +120,7 @@ int merge_vm_load(struct merge_ctx *m, const struct merge_options *o)
 	}
 	if (r < 0) {
 		log_warn("%s: guest data not usable, merging the host recording only: %s", o->session_dir, why);
+		snprintf(m->vm[0].unusable, sizeof(m->vm[0].unusable), "%s", why);
 		merge_guest_free(&m->vm[0].guest);
 	}
 	for (size_t v = 1; v < m->n_vm; v++)

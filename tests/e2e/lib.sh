@@ -174,6 +174,11 @@ e2e_stop_end() {
 
 # --- checks on a merged perf.data, by the real perf ---
 # e2e_markers FILE N: the guest's numbered lines 0..N-1, each exactly once, in time order.
+# e2e_perf_lost FILE: perf report's "Total Lost Samples" over every event of FILE.
+e2e_perf_lost() {
+	"$PERF" report -i "$1" --stdio 2>/dev/null | awk '/^# Total Lost Samples:/ { n += $5 } END { print n + 0 }'
+}
+
 e2e_markers() {
 	local got
 	got=$("$PERF" script -i "$1" -F event,trace 2>/dev/null |

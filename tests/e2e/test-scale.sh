@@ -48,10 +48,6 @@ AGENT_EVENTS=--agent-events
 TCG_SINGLE=--tcg-single
 
 # perf's own count of lost samples (the report header's "Total Lost Samples", all events).
-perf_lost() {
-	"$PERF" report -i "$1" --stdio 2>/dev/null | awk '/^# Total Lost Samples:/ { n += $5 } END { print n + 0 }'
-}
-
 vcpus16() {
 	local qpid sum n=400
 	check "boot 16 vCPUs: guest ready, agent waiting" e2e_boot --cpus 16 --mem 512 --timeout 280
@@ -144,7 +140,7 @@ flood() {
 	echo "$sum"
 	check "guest powers off cleanly" e2e_end
 	overrun=$(sed -n 's/^losses: ring overrun \([0-9]*\) events.*/\1/p' <<<"$sum")
-	lost=$(perf_lost "$out")
+	lost=$(e2e_perf_lost "$out")
 	echo "summary ring overrun: $overrun; perf Total Lost Samples: $lost"
 	check "the ring overran (the flood outran a 16 KiB ring)" test "${overrun:-0}" -gt 0
 	check "transport lost nothing" bash -c 'grep -q "transport 0 pages" <<<"$1"' _ "$sum"

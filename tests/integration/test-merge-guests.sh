@@ -64,6 +64,14 @@ check "an unusable --guest: the merge goes on (exit 0)" test $? -eq 0
 check_out "... and says it is left out" '== vm D \(.*/D\): LEFT OUT' echo "$dsum"
 check "... the others intact (B still guest3_, as given third)" test "$(vm_events "$W/left.data" | grep -v '^27690 ' | sed 's/^27701 /27690 /; s/ guest3_/ guest_/')" = "$one"
 
+# one session whose ring layout disagrees with session.ini (a sub-buffer size the host was not
+# told): the host recording merged, the guest's data said not merged, with why
+session E 27704 && sed -i 's/^page_size=.*/page_size=16384/' "$W/E/session.ini"
+esum=$(tc merge "$W/E" --host-data "$W/host.data" -o "$W/e.data" 2>&1)
+check "a guest layout that disagrees: the merge goes on (exit 0)" test $? -eq 0
+check_out "... and the summary says the guest data was not merged, and why" \
+	'guest: +0 samples written: its data not merged \(guest header_page describes 4096-byte pages, session.ini says 16384\)' echo "$esum"
+
 # refusals: a clear error naming the dir, exit 1, no output
 refused() { # DESCRIPTION REGEX ARGS...
 	local d=$1 re=$2 out st
