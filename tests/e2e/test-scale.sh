@@ -47,7 +47,6 @@ AGENT_EVENTS=--agent-events
 # same on one TCG thread; KVM ignores it.
 TCG_SINGLE=--tcg-single
 
-# perf's own count of lost samples (the report header's "Total Lost Samples", all events).
 vcpus16() {
 	local qpid sum n=400
 	check "boot 16 vCPUs: guest ready, agent waiting" e2e_boot --cpus 16 --mem 512 --timeout 280

@@ -4,13 +4,17 @@
 # sub-buffers by default: the session's page size, the guest's header_page (the instance's own),
 # every marker once and in order through perf script, a marker flood's losses counted page by
 # page; then the same guest with 'trace-agent --subbuf-kb 0' streams in the kernel's 4 KiB pages.
+# One TCG thread for both vCPUs (--tcg-single): on this 6.12 guest QEMU 7.2's multi-threaded TCG bug
+# (stale code after the kernel patches itself, collector/daemon/tick.c) came as a guest panic in
+# enqueue_entity while events were enabled, once in ~100 starts. This test checks the ring's unit,
+# not the vCPU threads (their names, hence the vCPU → host CPU map, need multi-threaded TCG).
 . "$(dirname "$0")/lib.sh"
 
 n=1000
 e2e_init subbuf
 out=$T/out.data
 
-check "boot (6.12): guest ready, agent waiting" e2e_boot
+check "boot (6.12): guest ready, agent waiting" e2e_boot --tcg-single
 check_out "the guest runs a kernel with sub-buffers" 'init reached, kernel 6\.(8|9|[1-9][0-9])' cat "$LOG"
 check_out "start" "^$VM/sessions/" e2e_start -e 'sched,timer' --buffer-kb 512
 sess=$(e2e_session)
@@ -26,7 +30,11 @@ for c in 0 1; do
 	check_out "stop-summary.txt: cpu$c all pages arrived" "^cpu$c: ([0-9]+) pages .* spooled, guest sent \\1, 0 lost in transport; ring overrun 0, dropped 0 events" echo "$det"
 done
 check_out "summary: guest samples merged, nothing dropped" '^merged: [1-9][0-9]* host samples, [1-9][0-9]* guest samples of [1-9][0-9]* event types? .*; nothing dropped$' echo "$sum"
-check "summary: no warnings line" bash -c '! grep -q "^warnings:" <<<"$1"' _ "$sum"
+# the one warning one TCG thread brings: no "CPU n/TCG" threads to map vCPUs to host CPUs
+only_vcpu_warning() {
+	! grep '^warnings:' <<<"$1" | sed 's/^warnings: *//; s/vcpu: *FALLBACK: guest sample cpu = vCPU number, because no "CPU n\/KVM" threads of QEMU pid [0-9]* in the host recording ([^)]*)//' | grep -q .
+}
+check "summary: no warning but the vCPU map's (one TCG thread)" only_vcpu_warning "$sum"
 check "perf script/report: no warnings" e2e_no_warnings "$out" "$det"
 check "all $n markers present once, in order" e2e_markers "$out" "$n"
 check "guest and host events interleaved by time" e2e_interleaved "$out"
@@ -49,7 +57,7 @@ check_out "flood: LOST_SAMPLES written for the sub-buffers with missed events" \
 check "guest powers off cleanly" e2e_end
 
 # --subbuf-kb 0: the kernel's own sub-buffer, one page.
-check "boot (6.12, trace-agent --subbuf-kb 0)" e2e_boot --append 'vt.agent_args=--subbuf-kb,0'
+check "boot (6.12, trace-agent --subbuf-kb 0)" e2e_boot --tcg-single --append 'vt.agent_args=--subbuf-kb,0'
 check_out "start" "^$VM/sessions/" e2e_start -e 'sched,timer'
 sess=$(e2e_session)
 check_out "session.ini: 4 KiB pages" '^page_size=4096$' cat "$sess/session.ini"
