@@ -453,7 +453,8 @@ TEST(control_port_attached_later)
 	snprintf(d.log, sizeof(d.log), "%s/agent.log", d.dir);
 	for (unsigned c = 0; c < MAXCPU; c++)
 		d.pcap[c].lfd = -1;
-	const char *argv[] = { (char *)agent_path(), "--ports-dir", d.dir, "--instance", d.instance, "-v", NULL };
+	const char *argv[] = { (char *)agent_path(), "--ports-dir", d.dir, "--instance", d.instance, "--subbuf-kb", "0",
+			       "-v", NULL };
 	d.pid = spawn(d.log, argv);
 	for (int i = 0; i < 500 && !log_count(&d, "waiting for it to appear"); i++)
 		nanosleep(&(struct timespec){ .tv_nsec = 20000000 }, NULL);

@@ -161,8 +161,10 @@ int drv_up(struct drv *d, const char *name, int skip_cpu)
 		snprintf(port, sizeof(port), "trace-path-cpu%u", c);
 		d->cap[c].lfd = listen_at(d->dir, port);
 	}
+	/* --subbuf-kb 0: pages, whatever this host's kernel has (6.8+ has sub-buffers; e2e full-subbuf
+	 * tests the agent's default on a guest) */
 	const char *argv[] = { (char *)agent_path(), "--ports-dir", d->dir, "--instance", d->instance,
-			 "-vv", NULL };
+			 "--subbuf-kb", "0", "-vv", NULL };
 	d->pid = spawn(d->log, argv);
 	d->ctl_fd = accept_wait(d->ctl_lfd);
 	vt_reader_init(&d->rd);

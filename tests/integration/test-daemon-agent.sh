@@ -57,7 +57,7 @@ stale_data=$(py stale "$VMDIR/trace-path-cpu0.out" data)
 py stale "$VMDIR/agent-ctl-path.in" junk >/dev/null
 py stale "$VMDIR/agent-ctl-path.out" junk >/dev/null
 
-"$TRACE_AGENT" --ports-dir "$VMDIR" --instance "$INST" -v 2>"$T/agent.log" &
+"$TRACE_AGENT" --ports-dir "$VMDIR" --instance "$INST" --subbuf-kb 0 -v 2>"$T/agent.log" & # pages on any host kernel
 AGENT_PID=$!
 # (a function: wait_for runs it again each try; a $(...) in its arguments would be read once)
 ctl_in_empty() { test "$(py queued "$VMDIR/agent-ctl-path.in")" = 0; }
