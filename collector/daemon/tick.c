@@ -228,6 +228,15 @@ void daemon_tick(evutil_socket_t fd, short what, void *arg)
 				spool_rate_tick(d->spools[k], now);
 		d->next_rate_ns = now + SEC;
 		daemon_watch_qemu(d);
+		/* Before tracing runs, a QEMU gone ends the start now, named: its guest cannot answer
+		 * (a guest kernel panic exits QEMU: panic=-1 reboots, -no-reboot exits), and the
+		 * step's deadline would call that guest stuck. */
+		if (d->qemu_exited && d->ph < PH_TRACING) {
+			daemon_fail(d, "start failed: QEMU (pid %d) exited while %s: the guest is gone, nothing was "
+				    "traced (its console says why: a guest kernel panic ends QEMU under -no-reboot)",
+				    (int)d->s.qemu_pid, daemon_phase_names[d->ph]);
+			return;
+		}
 		daemon_reconnect(d);
 	}
 }

@@ -19,7 +19,7 @@ struct merge_vm {
 	struct merge_gperf gp;
 	bool comms_done;
 	uint64_t samples; /* its guest tracepoint samples written */
-	char unusable[256]; /* why its guest data was left out ("" when merged or never there) */
+	char unusable[512]; /* why its guest data was left out ("" when merged or never there) */
 };
 
 /* One time-ordered guest stream of the k-way merge: a kind (source.c's table), its VM, its state. */

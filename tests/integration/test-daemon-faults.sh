@@ -79,6 +79,19 @@ for accel in tcg kvm; do
 		! grep -q "runs under TCG" <<<"$out" && ok "mute START (kvm): no TCG hint" || fail "mute START (kvm): $out"
 	fi
 done
+# ... and when QEMU exits meanwhile (a guest kernel panic ends QEMU under -no-reboot), start says
+# so within a second or two, not "stuck" at the step's --timeout.
+"$FAKE_QEMU" 2 --tcg >"$T/fq.out" &
+fq=$!
+wait_for 5 grep -q ready "$T/fq.out"
+(sleep 1; kill $fq) &
+t0=$(date +%s%N)
+out=$(start --no-host --timeout 20 --qemu-pid $fq 2>&1); rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait $fq 2>/dev/null
+check "QEMU gone during START: start fails" test $rc -ne 0
+check_out "... named: QEMU exited, the guest is gone" "start failed: QEMU \(pid $fq\) exited while starting the agent: the guest is gone" echo "$out"
+check "... within 5 s, not at --timeout 20 ($ms ms)" test "$ms" -lt 5000
 kill -9 "$FG_PID"; FG_PID=
 
 # A libvirt domain of the VM's name: its QEMU pid comes from libvirt's run state.
