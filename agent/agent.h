@@ -28,7 +28,7 @@ struct agent_options {
 /* Sub-buffers of 16 KiB (4 pages): a quarter of the ring's page swaps and allocations per byte
  * streamed; a quiet CPU's flush pads to one (bench/RESULTS.md, "Sub-buffers"). */
 #define AGENT_SUBBUF_KB_DEFAULT 16u
-#define AGENT_SUBBUF_KB_MAX 1024u
+#define AGENT_SUBBUF_KB_MAX 64u /* VT_MARKER_MAX_PAGE */
 #define AGENT_FLUSH_MS_MAX 3600000u
 
 /* What the host asked for; applied to the instance at CONFIG (idle) and at START. */

@@ -33,7 +33,7 @@ static void usage(FILE *f)
 		"  --instance NAME   ftrace instance to create (default: virtio-trace)\n"
 		"  --pipe-max SIZE   cap on each CPU's splice pipe (default: /proc/sys/fs/pipe-max-size)\n"
 		"  --subbuf-kb N     ring sub-buffer size in KiB where the kernel has\n"
-		"                    buffer_subbuf_size_kb (Linux 6.8+; default 16; 0: the kernel's,\n"
+		"                    buffer_subbuf_size_kb (Linux 6.8+; 4..64, default 16; 0: the kernel's,\n"
 		"                    one page); the unit streamed to the host\n"
 		"  --no-binaries     refuse the host's requests for guest binaries (ELF files named by\n"
 		"                    path and build-id, for guest user symbols in perf report)\n"

@@ -273,7 +273,7 @@ uint32_t tracefs_page_size(const struct tracefs *t)
 	uint64_t kb;
 
 	if (tracefs_read(t, "buffer_subbuf_size_kb", 64, &s) == 0 &&
-	    util_parse_u64(strtok(s, "\n"), VT_MARKER_MAX_PAGE / 1024, &kb) == 0 && kb >= 4)
+	    util_parse_u64(strtok(s, "\n"), UINT32_MAX / 1024, &kb) == 0 && kb >= 4) /* the host bounds it */
 		return (uint32_t)kb * 1024;
 	return (uint32_t)sysconf(_SC_PAGESIZE);
 }

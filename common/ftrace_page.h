@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The largest sub-buffer read (buffer_subbuf_size_kb since Linux 6.8; a page before). */
-#define FTRACE_PAGE_MAX (1u << 20)
+/* The largest sub-buffer walked (buffer_subbuf_size_kb since Linux 6.8; a page before): common/marker.h's VT_MARKER_MAX_PAGE. */
+#define FTRACE_PAGE_MAX (1u << 16)
 
 struct ftrace_page_layout {
 	uint32_t ts_off, ts_size;         /* page base timestamp */

@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "hostperf.h"
 #include "log.h"
+#include "marker.h"
 #include "ports.h"
 #include "session.h"
 #include "spool.h"
@@ -46,8 +47,9 @@ void daemon_on_hello(struct daemon *d, const struct vt_msg *m)
 	int r = agentctl_parse_hello(m, &d->hello);
 
 	if (r < 0) {
-		daemon_fail(d, "agent-ctl-path: the agent's hello is invalid (%s: ncpus 1..%u and a power-of-two page size 4 KiB..1 MiB required)",
-			    strerror(-r), COLLECTOR_MAX_CPUS);
+		daemon_fail(d, "agent-ctl-path: the agent's hello is invalid (%s: ncpus 1..%u and a power-of-two page size 4 KiB..%u KiB "
+			    "required; a ring of larger sub-buffers: run the guest's trace-agent with --subbuf-kb %u or less)",
+			    strerror(-r), COLLECTOR_MAX_CPUS, VT_MARKER_MAX_PAGE / 1024, VT_MARKER_MAX_PAGE / 1024);
 		return;
 	}
 	d->s.ncpus = d->hello.ncpus;

@@ -7,8 +7,8 @@ check_out "agent --help names the legacy control" "line '1'" "$TRACE_AGENT" --he
 check_out "agent --help lists default events" 'sched, irq, timer' "$TRACE_AGENT" --help
 check "agent rejects unknown option" bash -c "! '$TRACE_AGENT' --bogus 2>/dev/null"
 check_out "agent bad --instance named" "instance name '../x'" "$TRACE_AGENT" --instance ../x
-check_out "agent bad --subbuf-kb named" "--subbuf-kb '12' is not 0 or a power of two from 4 to 1024" "$TRACE_AGENT" --subbuf-kb 12
-check_out "agent --subbuf-kb above 1024 refused" "--subbuf-kb '2048' is not" "$TRACE_AGENT" --subbuf-kb 2048
+check_out "agent bad --subbuf-kb named" "--subbuf-kb '12' is not 0 or a power of two from 4 to 64" "$TRACE_AGENT" --subbuf-kb 12
+check_out "agent --subbuf-kb above 64 refused" "--subbuf-kb '128' is not" "$TRACE_AGENT" --subbuf-kb 128
 check_out "collector --version" '^trace-collector [0-9]+\.[0-9]+' "$TRACE_COLLECTOR" --version
 for c in setup start status snapshot stop merge report; do
 	check_out "collector --help lists $c" "^  $c " "$TRACE_COLLECTOR" --help
