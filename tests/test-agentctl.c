@@ -124,6 +124,12 @@ TEST(hello_bounds)
 	hello_msg(&b, 2, 2048, &m);
 	CHECK_INT(agentctl_parse_hello(&m, &h), ==, -EDOM);
 	vt_buf_free(&b);
+	hello_msg(&b, 2, 65536, &m); /* a 64 KiB ring sub-buffer: the largest taken */
+	CHECK_INT(agentctl_parse_hello(&m, &h), ==, 0);
+	vt_buf_free(&b);
+	hello_msg(&b, 2, 131072, &m); /* larger: what the host would hold per CPU stream is bounded */
+	CHECK_INT(agentctl_parse_hello(&m, &h), ==, -EDOM);
+	vt_buf_free(&b);
 }
 
 /* A PROGRESS frame with step, done, total (each < 0: left out) parsed. */
