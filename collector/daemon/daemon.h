@@ -47,7 +47,8 @@ struct daemon {
 	uint64_t probe_id, host_started_ns;
 	uint64_t holdout_id; /* the hold-out probe not answered yet (0: none) */
 	bool probe_mark, holdout_due; /* the pending probe is a hold-out; one is due */
-	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun, qemu_exited;
+	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun, qemu_exited,
+	     qemu_seen; /* its pid answered kill(0) once: it ran, so a later ESRCH is an exit */
 	char stop_why[64];
 	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
 	bool data_gone[2 * COLLECTOR_MAX_CPUS];

@@ -204,8 +204,12 @@ static void daemon_watch_qemu(struct daemon *d)
 {
 	pid_t pid = d->s.qemu_pid;
 
-	if (d->qemu_exited || pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+	if (d->qemu_exited || pid <= 0)
 		return;
+	if (kill(pid, 0) == 0 || errno != ESRCH) {
+		d->qemu_seen = true;
+		return;
+	}
 	d->qemu_exited = true;
 	snprintf(d->stop_why, sizeof(d->stop_why), "QEMU gone (pid %d exited)", (int)pid);
 	log_warn("QEMU (pid %d) exited: the guest cannot send anything more", (int)pid);
@@ -231,7 +235,7 @@ void daemon_tick(evutil_socket_t fd, short what, void *arg)
 		/* Before tracing runs, a QEMU gone ends the start now, named: its guest cannot answer
 		 * (a guest kernel panic exits QEMU: panic=-1 reboots, -no-reboot exits), and the
 		 * step's deadline would call that guest stuck. */
-		if (d->qemu_exited && d->ph < PH_TRACING) {
+		if (d->qemu_exited && d->qemu_seen && d->ph < PH_TRACING) { /* a pid never seen: as before */
 			daemon_fail(d, "start failed: QEMU (pid %d) exited while %s: the guest is gone, nothing was "
 				    "traced (its console says why: a guest kernel panic ends QEMU under -no-reboot)",
 				    (int)d->s.qemu_pid, daemon_phase_names[d->ph]);
