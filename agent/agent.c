@@ -196,8 +196,8 @@ static int agent_setup(struct agent *a)
 		return r;
 	a->ncpus = (unsigned)get_nprocs_conf();
 	if (a->opts->subbuf_kb && (r = tracefs_subbuf_set(&a->tfs, a->opts->subbuf_kb)) < 0 && r != -ENOENT)
-		log_warn("cannot set the ring's sub-buffers to %u KiB (%s): streaming in the kernel's", a->opts->subbuf_kb,
-			 strerror(-r));
+		log_warn("cannot write %u to %s/buffer_subbuf_size_kb (%s): streaming in the kernel's sub-buffers "
+			 "(trace-agent --subbuf-kb 0 leaves them alone)", a->opts->subbuf_kb, a->tfs.inst_path, strerror(-r));
 	a->page_size = tracefs_page_size(&a->tfs);
 	log_debug("ring read in %u-byte sub-buffers", a->page_size);
 	a->pipe_size = agent_pipe_size(a->opts);

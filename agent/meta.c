@@ -133,6 +133,15 @@ static int meta_send_tracefs(struct meta_ctx *c, const char *rel)
 	return meta_send(c, rel, path);
 }
 
+/* A file of our instance, sent under the same relative name as the top-level one. */
+static int meta_send_instance(struct meta_ctx *c, const char *rel)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/%s", c->a->tfs.inst_path, rel);
+	return meta_send(c, rel, path);
+}
+
 static int meta_event(const char *sys, const char *ev, void *data)
 {
 	char rel[2 * EVENTS_NAME_MAX + 32];
@@ -151,19 +160,14 @@ static int meta_ftrace_event(const char *sys, const char *ev, void *data)
 int meta_reply(struct agent *a, uint32_t seq, const char *host_key, struct vt_buf *out)
 {
 	static const char *const tracefs_files[] = {
-		"events/header_page", "events/header_event", "printk_formats", "saved_cmdlines",
-		"saved_tgids",
+		"events/header_event", "printk_formats", "saved_cmdlines", "saved_tgids",
 	};
 	struct meta_ctx c = { .a = a, .out = out, .seq = seq };
-	int r = 0;
-
-	char inst_hp[4096];
-
 	/* The instance's header_page: since Linux 6.8 it gives that instance's sub-buffer size
 	 * (buffer_subbuf_size_kb), which the top-level one does not. */
-	snprintf(inst_hp, sizeof(inst_hp), "%s/events/header_page", a->tfs.inst_path);
-	r = meta_send(&c, "events/header_page", inst_hp);
-	for (size_t i = 1; r == 0 && i < ARRAY_SIZE(tracefs_files); i++)
+	int r = meta_send_instance(&c, "events/header_page");
+
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(tracefs_files); i++)
 		r = meta_send_tracefs(&c, tracefs_files[i]);
 	/* trace_marker lines (and probe marks) are ftrace:print events. */
 	if (r == 0)

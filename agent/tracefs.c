@@ -261,10 +261,8 @@ int tracefs_subbuf_set(const struct tracefs *t, uint32_t kb)
 {
 	char v[16];
 
-	if (faccessat(t->inst_fd, "buffer_subbuf_size_kb", W_OK, 0) < 0)
-		return -errno; /* ENOENT: a kernel before 6.8, one page it is */
 	snprintf(v, sizeof(v), "%u", kb);
-	return tracefs_write(t, "buffer_subbuf_size_kb", v);
+	return tracefs_write(t, "buffer_subbuf_size_kb", v); /* -ENOENT: a kernel before 6.8 */
 }
 
 uint32_t tracefs_page_size(const struct tracefs *t)

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "marker.h"
+#include "ftrace_page.h"
 
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
+
+/* A ring page the host takes is one the page walker takes. */
+_Static_assert(FTRACE_PAGE_MAX == VT_MARKER_MAX_PAGE, "ftrace_page.h and marker.h disagree on the largest page");
 
 static void stats_swap(struct vt_cpu_stats *s, int to_le)
 {
