@@ -51,6 +51,13 @@ tc() { "$TRACE_COLLECTOR" "$@"; }
 e2e_start() {
 	local err out st=0
 	err=$(mktemp "$E2E_STATE/start.err.XXXXXX")
+	# VT_E2E_REBOOT_FIRST=1: that reboot before each VM's first start, hang or not, to check
+	# that a test survives it (its QEMU pid and vCPU threads taken after the start).
+	if [ -n "${VT_E2E_REBOOT_FIRST:-}" ] && [ ! -e "$E2E_STATE/rebooted.$VM_NAME" ]; then
+		: >"$E2E_STATE/rebooted.$VM_NAME"
+		echo "e2e: VT_E2E_REBOOT_FIRST: the guest is booted again before its first start" >&2
+		e2e_reboot || { echo "e2e: the second boot failed" >&2; return 1; }
+	fi
 	out=$(tc start --name "$VM_NAME" --dir "$VM" --run-dir "$RUN" "$@" 2>"$err") || st=$?
 	if [ $st -ne 0 ] && grep -q 'QEMU before 8.1' "$err" && [ ! -e "$E2E_STATE/rebooted.$VM_NAME" ]; then
 		cat "$err" >&2
@@ -112,6 +119,19 @@ e2e_alive() { kill -0 "$1" 2>/dev/null && ! grep -q '^State:.Z' "/proc/$1/status
 # e2e_start often runs in $(...)).
 e2e_boot_pid() { cat "$E2E_STATE/boot.pid.$VM_NAME" 2>/dev/null || echo "$BOOT_PID"; }
 
+# e2e_boot_ended SECS: the guest's boot (e2e_boot's child, or e2e_reboot's) has ended, its
+# QEMU reaped, within SECS.
+e2e_boot_ended() {
+	local pid deadline=$((SECONDS + $1))
+	pid=$(e2e_boot_pid)
+	while e2e_alive "$pid"; do
+		[ $SECONDS -lt $deadline ] || { echo "the guest's boot (pid $pid) still runs after $1 s" >&2; return 1; }
+		sleep 0.1
+	done
+	[ "$pid" != "$BOOT_PID" ] || wait "$BOOT_PID" 2>/dev/null
+	return 0
+}
+
 # e2e_reboot: powers the guest off and boots it again with e2e_boot's arguments; the new boot
 # is nobody's child (setsid, its output in $E2E_STATE/boot.out.VM): e2e_end reads its status file.
 e2e_reboot() {
@@ -156,6 +176,8 @@ e2e_end() {
 }
 
 # QEMU's pid and its vCPU thread ids by vCPU ("CPU n/TCG" or "CPU n/KVM"), while it runs.
+# The guest's QEMU pid (and e2e_vcpu_tids) change when e2e_start boots the guest again: take
+# them after the start.
 e2e_qemu_pid() { pgrep -f -- "-name $VM_NAME,debug-threads=on.*$VM/" | head -n 1; }
 e2e_vcpu_tids() { # QPID [NCPUS]
 	local q=$1 n

@@ -11,10 +11,10 @@ e2e_init "full-$transport"
 out=$T/out.data
 
 check "boot ($transport): guest ready, agent waiting" e2e_boot --transport "$transport"
-qpid=$(e2e_qemu_pid)
+check_out "start: prints the session dir" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512
+qpid=$(e2e_qemu_pid) # after the start, which may have booted the guest again (lib.sh)
 mapfile -t tids < <(e2e_vcpu_tids "$qpid")
 check "QEMU runs with 2 named vCPU threads (${tids[*]})" test "${#tids[@]}" -eq 2
-check_out "start: prints the session dir" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512
 check "guest workload ($n lines)" e2e_run "$n"
 st=$(e2e_status)
 echo "$st"

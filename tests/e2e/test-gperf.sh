@@ -29,6 +29,7 @@ check "boot 2 vCPUs (setup's ports include perf-path-cpuN)" e2e_boot --cpus 2
 qpid=$(e2e_qemu_pid)
 check "QEMU has the perf ports" grep -q 'perf-path-cpu1' "/proc/$qpid/cmdline"
 check_out "start --guest-perf" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --guest-perf
+qpid=$(e2e_qemu_pid) # after the start, which may have booted the guest again (lib.sh)
 check_out "status: guest perf rows" '^perf cpu1: [0-9]+ records' e2e_status
 check_out "auto trace clock with guest perf: mono beside hpet (events and samples on one clock)" '^guest_clock=mono$' \
 	cat "$(e2e_session)/session.ini"

@@ -25,6 +25,7 @@ check_out "start A (host recording, guest perf)" "^$VM/sessions/" echo "${SESS[A
 vm_use B
 SESS[B]=$(e2e_start -e 'sched:sched_switch' --guest-perf --no-host)
 check_out "start B (--no-host: A's host recording covers it; guest perf)" "^$VM/sessions/" echo "${SESS[B]}"
+for v in A B; do vm_use $v; QPID[$v]=$(e2e_qemu_pid); done # a start may have booted its guest again (lib.sh)
 for v in A B; do vm_use $v; e2e_say "run ${N[$v]}"; done
 for v in A B; do vm_use $v; check "guest $v workload (${N[$v]} lines)" e2e_wait "^vt-e2e: workload done ${N[$v]} status 0" 120; done
 for v in A B; do vm_use $v; e2e_say "spin 1000"; done

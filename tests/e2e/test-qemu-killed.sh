@@ -5,12 +5,12 @@
 
 e2e_init qemu-killed
 check "boot: guest ready, agent waiting" e2e_boot
-qpid=$(e2e_qemu_pid)
-check "QEMU pid found" test -n "$qpid"
 # Periodic probes every 0.5 s: the guest may trace with x86-tsc, whose rate needs probes 0.1 s
 # apart or more; the live merge's flushes bring both CPUs' pages within a second, before the
 # default 3 s probe.
 check_out "start" "^$VM/sessions/" e2e_start -e 'sched,irq,timer' --probe-interval 0.5
+qpid=$(e2e_qemu_pid) # after the start: it may have booted the guest again (e2e_start)
+check "QEMU pid found" test -n "$qpid"
 e2e_say "run 5000"
 check "workload running in the guest" e2e_wait 'trace-agent: session .* started' 10
 # Kill it once pages of both CPUs arrived (the agent sends when a ring is half full).
@@ -19,7 +19,7 @@ for _ in $(seq 150); do both_cpus && break; sleep 0.2; done
 check "pages of both CPUs arrived" both_cpus
 sleep 1 # at least one periodic probe after the start burst
 check "QEMU killed mid-trace" kill -9 "$qpid"
-wait "$BOOT_PID"
+check "QEMU gone, its boot ended" e2e_boot_ended 10
 BOOT_PID=
 # The daemon ends the session by itself (QEMU gone) and waits for stop to collect the summary.
 for _ in $(seq 100); do e2e_status 2>/dev/null | grep -q '^state: stopped' && break; sleep 0.2; done

@@ -21,6 +21,9 @@ e2e_init report
 out=$T/out.data
 
 check "boot 2 vCPUs" e2e_boot --cpus 2
+check_out "start (host sched_switch + sched_wakeup)" "^$VM/sessions/" \
+	e2e_start -e 'sched:sched_switch' --host-events 'sched:sched_switch,sched:sched_wakeup'
+# After the start, which may have booted the guest again (lib.sh); before the spin.
 qpid=$(e2e_qemu_pid)
 tids=($(e2e_vcpu_tids "$qpid" 2))
 check "QEMU's vCPU threads found (${tids[*]:-none})" test "${#tids[@]}" -eq 2
@@ -37,8 +40,6 @@ done
 # throttled hog then stops inside its bursts while CFS tasks run (seen: a burst's stall named
 # after them, rightly).
 renice -n -20 -p "${tids[@]}" >/dev/null
-check_out "start (host sched_switch + sched_wakeup)" "^$VM/sessions/" \
-	e2e_start -e 'sched:sched_switch' --host-events 'sched:sched_switch,sched:sched_wakeup'
 e2e_say "spin $((2 * bursts * (burst_ms + gap_ms) + 4000))" # outlasts the bursts on a slow host too
 sleep 1
 "$hog" 1 "$bursts" "$burst_ms" "$gap_ms" >"$T/hog.txt"

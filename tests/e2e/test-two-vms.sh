@@ -19,6 +19,7 @@ check "two different QEMUs" test -n "${QPID[A]}" -a -n "${QPID[B]}" -a "${QPID[A
 for v in A B; do
 	vm_use $v
 	check_out "start $v" "^$VM/sessions/" e2e_start -e 'sched:sched_switch' --buffer-kb 512
+	QPID[$v]=$(e2e_qemu_pid) # after the start, which may have booted the guest again (lib.sh)
 done
 for v in A B; do
 	vm_use $v
