@@ -52,9 +52,11 @@ e2e_start() {
 	local err out st=0
 	err=$(mktemp "$E2E_STATE/start.err.XXXXXX")
 	# VT_E2E_REBOOT_FIRST=1: that reboot before each VM's first start, hang or not, to check
-	# that a test survives it (its QEMU pid and vCPU threads taken after the start).
-	if [ -n "${VT_E2E_REBOOT_FIRST:-}" ] && [ ! -e "$E2E_STATE/rebooted.$VM_NAME" ]; then
-		: >"$E2E_STATE/rebooted.$VM_NAME"
+	# that a test survives it (its QEMU pid and vCPU threads taken after the start); the
+	# hang's own retry stays. Only a guest e2e_boot booted can be booted again.
+	if [ -n "${VT_E2E_REBOOT_FIRST:-}" ] && [ ! -e "$E2E_STATE/reboot-first.$VM_NAME" ] &&
+		[ -f "$E2E_STATE/boot.args.$VM_NAME" ]; then
+		: >"$E2E_STATE/reboot-first.$VM_NAME"
 		echo "e2e: VT_E2E_REBOOT_FIRST: the guest is booted again before its first start" >&2
 		e2e_reboot || { echo "e2e: the second boot failed" >&2; return 1; }
 	fi
