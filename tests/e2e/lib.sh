@@ -287,6 +287,20 @@ vm_use() {
 	VM_NAME=vt$1 VM=$T/vm$1 RUN=$T/run$1 LOG=$T/console$1.log CIN=$T/console$1.in
 	BOOT_PID=${BOOT[$1]:-}
 }
+# e2e_pin_two_vms: each VM's QEMU pid and vCPU threads into the test's QPID[A|B] and TIDS[A|B]
+# (declare -A), vCPU 0's thread pinned on host CPU 1 and vCPU 1's on CPU 0. After the boots, and
+# again after the starts: a start may have booted its guest again (e2e_start).
+e2e_pin_two_vms() {
+	local v
+	for v in A B; do
+		vm_use $v
+		QPID[$v]=$(e2e_qemu_pid)
+		TIDS[$v]=$(e2e_vcpu_tids "${QPID[$v]}" 2 | tr '\n' ' ')
+		set -- ${TIDS[$v]}
+		check "$v: vCPU threads found (${TIDS[$v]})" test $# -eq 2
+		check "$v: vCPU 0 on host CPU 1, vCPU 1 on CPU 0" bash -c 'taskset -p -c 1 "$1" && taskset -p -c 0 "$2"' _ "$@" >/dev/null
+	done
+}
 e2e_two_cleanup() {
 	local v
 	for v in A B; do

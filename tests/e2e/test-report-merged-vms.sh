@@ -16,32 +16,19 @@ e2e_init report-merged-vms
 e2e_two_vms
 declare -A QPID=() TIDS=() SESS=()
 
-# Each VM's QEMU and vCPU threads, vCPU 0 pinned on host CPU 1 and vCPU 1 on CPU 0: after the
-# boots, and again after the starts (one may have booted its guest again: lib.sh).
-pin_vcpus() {
-	local v
-	for v in A B; do
-		vm_use $v
-		QPID[$v]=$(e2e_qemu_pid)
-		TIDS[$v]=$(e2e_vcpu_tids "${QPID[$v]}" 2 | tr '\n' ' ')
-		set -- ${TIDS[$v]}
-		check "$v: vCPU threads found (${TIDS[$v]})" test $# -eq 2
-		check "$v: vCPU 0 on host CPU 1, vCPU 1 on CPU 0" bash -c 'taskset -p -c 1 "$1" && taskset -p -c 0 "$2"' _ "$@" >/dev/null
-	done
-}
 for v in A B; do
 	vm_use $v
 	check "boot $v" e2e_boot --name "$VM_NAME"
 	BOOT[$v]=$BOOT_PID
 done
-pin_vcpus
+e2e_pin_two_vms
 vm_use A
 SESS[A]=$(e2e_start -e 'sched:sched_switch' --host-events 'sched:sched_switch,sched:sched_wakeup')
 check_out "start A (host sched_switch + sched_wakeup)" "^$VM/sessions/" echo "${SESS[A]}"
 vm_use B
 SESS[B]=$(e2e_start -e 'sched:sched_switch' --no-host)
 check_out "start B (--no-host)" "^$VM/sessions/" echo "${SESS[B]}"
-pin_vcpus # again: a start may have booted its guest again (lib.sh)
+e2e_pin_two_vms # again: a start may have booted its guest again (lib.sh)
 vm_use A; e2e_say "spin 3000"
 vm_use B; e2e_say "spinas vt-busyB 3000"
 vm_use A; check "guest A: vt-spin done" e2e_wait "^vt-e2e: spin done 3000 status 0" 60
