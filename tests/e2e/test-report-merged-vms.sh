@@ -51,7 +51,7 @@ check "report --json" bash -c '"$1" report "$2" --json >"$3"' _ "$TRACE_COLLECTO
 	sed -n 's/^ *\([0-9]*\)\.\([0-9]*\): .*vt-e2e spin \(begin\|end\) cpu \([0-9]\).*/\4 \3 \1\2/p' >"$T/bspin"
 check "B's spin markers: begin and end of both vCPUs ($(tr '\n' ';' <"$T/bspin"))" test "$(wc -l <"$T/bspin")" -eq 4
 set -- ${TIDS[B]}
-check "A's stalls inside B's spin caused by B's vCPU n thread: 10+, each named VM ${QPID[B]} vCPU n; >= 75% running vt-busyB" \
+check "A's stalls inside B's spin caused by B's vCPU n thread: 10+, each named VM ${QPID[B]} vCPU n and on A's vCPU n; >= 75% running vt-busyB" \
 	python3 - "$T/r.json" "$T/bspin" "${QPID[A]}" "${QPID[B]}" "$1" "$2" <<'PY'
 import collections, json, sys
 d = json.load(open(sys.argv[1]))
@@ -66,11 +66,14 @@ ok = apid in vms and bpid in vms and all(v['guest_switches'] > 0 for v in vms.va
 by_b = [s for s in d['stalls'] if s['machine_pid'] == apid and s['culprit_pid'] in btid]
 inside = [s for s in by_b if win[s['vcpu']].get('begin', 1 << 62) <= s['start_ns'] and s['end_ns'] <= win[s['vcpu']].get('end', 0)]
 named = [s for s in by_b if s['culprit_vm'] == bpid and s['culprit_vcpu'] == btid.index(s['culprit_pid'])]
+# inside B's spin both VMs' threads are pinned (a start that booted B again left them unpinned
+# before it): A's vCPU n is stalled by B's vCPU n, the one thread on its host CPU
+paired = [s for s in inside if s in named and s['culprit_vcpu'] == s['vcpu']]
 busy = [s for s in inside if s['culprit_guest_comm'] == 'vt-busyB' and s['culprit_guest_pid'] > 0]
 rest = collections.Counter((s['culprit_guest_comm'], s['culprit_guest_pid']) for s in inside if s not in busy)
 print(f"{len(d['stalls'])} stalls; A's by B's vCPU threads: {len(by_b)}, named VM {bpid} vCPU n: {len(named)}; inside B's spin: "
-      f"{len(inside)}, running vt-busyB: {len(busy)}; the others' guest task: {dict(rest)}", file=sys.stderr)
-ok = ok and len(inside) >= 10 and len(named) == len(by_b) and len(busy) >= 0.75 * len(inside)
+      f"{len(inside)} ({len(paired)} on the same vCPU n), running vt-busyB: {len(busy)}; the others' guest task: {dict(rest)}", file=sys.stderr)
+ok = ok and len(inside) >= 10 and len(named) == len(by_b) and len(paired) == len(inside) and len(busy) >= 0.75 * len(inside)
 sys.exit(0 if ok else 1)
 PY
 check_out "report (text) names B's vCPU 0 and its guest task" "CPU 0/TCG \\($1\\) = VM ${QPID[B]} vCPU 0 running vt-busyB \\([0-9]+\\)" \
