@@ -315,6 +315,8 @@ struct merge_host {
 	/* round buffering */
 	struct host_rec **q;
 	size_t qn, qcap, qhead, qready; /* q[qhead, qready) are sorted and safe to write */
+	size_t qsorted;                 /* q[0, qsorted) is in order (queue_release) */
+	struct host_rec **qtmp;         /* queue_release's merge, qcap entries */
 	struct host_rec *imm;           /* an immediate record waiting to be taken */
 	uint64_t seq, max_ts_prev_round, max_ts;
 	bool eof;
