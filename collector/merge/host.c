@@ -265,7 +265,7 @@ static int queue_push(struct merge_host *h, struct host_rec *q)
 /* Releases queued records with ts <= limit: sorts them to the front; returns how many. What an
  * earlier release sorted and left (the records after its limit) stays in order: only the records
  * queued since are sorted, then merged with it (the live merge releases at each horizon, and
- * sorting the whole queue each time was a twentieth of its CPU). The order is the same total
+ * sorting the whole queue each time was 3-5% of its CPU). The order is the same total
  * order (time, then arrival) a sort of the whole queue gives. */
 static size_t queue_release(struct merge_host *h, uint64_t limit)
 {
