@@ -75,6 +75,22 @@ lv_end() {
 	return 1
 }
 
+# lv_settled MODE: after QEMU exits libvirt still has to reap it ("in shutdown"
+# for a moment, seen in CI): waits up to 30 s for the transient domain to be gone
+# (boot) or the persistent one to be "shut off" (live), then prints the state.
+lv_settled() {
+	local i st=
+	for i in $(seq 300); do
+		if st=$(virsh -c "$URI" domstate "$VM_NAME" 2>/dev/null); then
+			[ "$1" != boot ] && [[ $st == "shut off"* ]] && break
+		else
+			[ "$1" = boot ] && { echo gone; return 0; }
+		fi
+		sleep 0.1
+	done
+	echo "${st:-gone}"
+}
+
 e2e_init "libvirt-$mode"
 trap lv_cleanup EXIT
 : >"$LOG"
@@ -201,8 +217,8 @@ check_out "perf report --sort comm,pid: guest events reported" "of event 'guest_
 check "guest powers off (QEMU exits)" lv_end
 check "guest reached 'vt-e2e: done'" e2e_wait '^vt-e2e: done' 1
 if [ "$mode" = boot ]; then
-	check "the transient domain is gone" bash -c '! virsh -c "$1" domstate "$2" >/dev/null 2>&1' _ "$URI" "$VM_NAME"
+	check_out "the transient domain is gone" '^gone$' lv_settled boot
 else
-	check_out "the persistent domain is shut off" '^shut off' lv domstate "$VM_NAME"
+	check_out "the persistent domain is shut off" '^shut off' lv_settled live
 fi
 finish
