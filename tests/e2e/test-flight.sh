@@ -84,8 +84,8 @@ for i in $(seq 1 240); do
 done
 echo "$st"
 check "the flight recorder dropped ${got:-0} MiB of the oldest data (>= 16)" test "${got%.*}" -ge 16
-# Per CPU: the window, one 512 KiB block in memory's way to the disk, the partial tail, the begin page.
-bound=$((2 * (FR + (1 << 20) + 4096)))
+# Per CPU: the window, one 1 MiB block (SPOOL_BUF) in memory's way to the disk, the partial tail, the begin page.
+bound=$((2 * (FR + (2 << 20) + 4096)))
 check "spools on disk stayed within the bound while flooding: max $max bytes (<= $bound)" test "$max" -le "$bound"
 snapsum=$(tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$snap" 2>&1)
 check "snapshot exits 0 while the guest floods" test $? -eq 0

@@ -170,8 +170,8 @@ check_out "snapshot: vt-spin's samples name workload_spin_hot (with the first se
 	bash -c '"$1" --buildid-dir "$3" report -i "$2" --stdio --no-children --sort comm,dso,sym 2>/dev/null | awk "/of event .cpu-clock:G./ { on = 1; next } /of event/ { on = 0 } on && /%/"' _ "$PERF" "$T/fsnap.data" "$gdir"
 check "guest: the spin ends" e2e_wait '^vt-e2e: spin done 24000 status 0' 60
 for _ in 1 2 3 4; do du=$(perf_du "$fsess"); [ "$du" -gt "$max" ] && max=$du; sleep 0.2; done
-# Per CPU: the window, the cut's step (max(1 MiB, window / 8)), one 512 KiB block, the partial tail, the begin page.
-pbound=$((2 * (FR + (1 << 20) + (512 << 10) + 2 * 4096)))
+# Per CPU: the window, the cut's step (max(1 MiB, window / 8)), one 1 MiB block (SPOOL_BUF), the partial tail, the begin page.
+pbound=$((2 * (FR + (1 << 20) + (1 << 20) + 2 * 4096)))
 check "perf spools on disk stayed within the bound: max $max bytes (<= $pbound)" test "$max" -le "$pbound"
 fsum=$(e2e_stop -v -o "$T/fr.data" 2>&1)
 check "stop exits 0" test $? -eq 0
