@@ -120,8 +120,8 @@ def cost(lines):
         if r["kind"] == "info":
             print(f"guest: clocks {r['clocks']}, clocksource {r['clocksource']}")
             continue
-        key = (r["kind"], r.get("clock", ""), r.get("paced", ""))
-        if r["kind"] == "floor":  # "... bytes B secs S mbps R cpu_s C"
+        key = (r["kind"], r.get("clock", ""), r.get("paced", r.get("with", "")))
+        if r["kind"] in ("floor", "floor-loaded"):  # "... bytes B secs S mbps R cpu_s C"
             f = dict(re.findall(r"(bytes|secs|mbps|cpu_s) (\S+)", l))
             gb = int(f["bytes"]) / 1e9
             rows.setdefault(key, []).append((float(f["cpu_s"]) / gb, float(f["mbps"]), None, None))
@@ -145,9 +145,10 @@ def cost(lines):
         v = rows[key]
         c = [x[0] for x in v]
         what = {"floor": f"plain writer into one port ({'as fast as it can' if paced == '0' else paced + ' MB/s'})",
+                "floor-loaded": f"plain writer per vCPU into its port " + {"flood": "beside the syscall flood", "paced": "beside the markers, paced as they are"}.get(paced, "paced as the markers, without them"),
                 "agent-flood": "agent, syscall flood", "agent-paced": "agent, 2 MB/s/vCPU markers"}.get(kind, kind)
         share = f"{100 * med([x[2] for x in v]) / untr:.0f}%" if kind == "agent-flood" else ""
-        d = f"{med([x[3] for x in v]):.2f}" if kind != "floor" else ""
+        d = f"{med([x[3] for x in v]):.2f}" if not kind.startswith("floor") else ""
         print(f"| {what} | {clock} | {len(v)} | {med(c):.2f} ({min(c):.2f}–{max(c):.2f}) | {med([x[1] for x in v]):.1f} | {share} | {d} |")
 
 

@@ -32,6 +32,7 @@ trace-cmd record and every process it forks) is read from a cpuacct cgroup each 
 commands are started in (/sys/fs/cgroup/cpuacct/vt-bench-*), so exited processes count.
 """
 import argparse
+import fcntl
 import os
 import re
 import shlex
@@ -43,6 +44,9 @@ import time
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("VT_BUILD", os.path.join(TOP, "build"))  # VT_BUILD: another build dir
 COLLECTOR = os.path.join(BUILD, "collector", "trace-collector")
+# VT_BENCH_AB: another trace-collector; sessions alternate between it (variant 'ab') and
+# COLLECTOR (variant 'own'), so an A/B of two builds sees the same host drift
+AB = os.environ.get("VT_BENCH_AB")
 BOOT = os.path.join(TOP, "tests", "e2e", "boot")
 VM = "vt-e2e"  # the name tests/e2e/boot gives setup
 # VT_BENCH_KERNEL=subbuf: the guest on Debian 12's 6.12 kernel (ring sub-buffers, Linux 6.8+),
@@ -50,6 +54,8 @@ VM = "vt-e2e"  # the name tests/e2e/boot gives setup
 SUBBUF = os.environ.get("VT_BENCH_KERNEL", "") == "subbuf"
 IMAGE = os.path.join(BUILD, "tests", "e2e", "subbuf" if SUBBUF else "")
 KERNEL_ROOT = "kernel-root-subbuf" if SUBBUF else "kernel-root"
+# the FIFO size the port floor's reader gives each port (start_cats), KiB; 64 was cat's default
+CAT_PIPE = int(os.environ.get("VT_BENCH_CAT_PIPE_KB", "1024")) << 10
 TC_GUEST = "127.0.0.1"  # trace-cmd's name of a guest reached by IP: its FIFOs' directory
 TC_DIR = f"/var/lib/trace-cmd/virt/{TC_GUEST}"
 TC_PORT = 18823
@@ -123,6 +129,8 @@ class Bench:
         self.log = os.path.join(self.tmp, "console.log")
         self.fifo = os.path.join(self.tmp, "console-in")
         self.cats = []
+        self.cat_pipe = 0
+        self.collector = COLLECTOR
         self.daemon = None
         self.out = open(os.path.join(args.out, "results.txt"), "a")
         self.cg_ours = cg_path("ours")
@@ -185,7 +193,9 @@ class Bench:
 
     def start_agent(self, events, kb, maxsize=None, tracer=None, perf_freq=None, trace_clock=None):
         self.session_out = os.path.join(self.tmp, "session.data")
-        cmd = [COLLECTOR, "start", "--name", VM, "--dir", self.vmdir, "--run-dir", self.rundir,
+        self.nsess = getattr(self, "nsess", -1) + 1
+        self.collector = AB if AB and self.nsess % 2 else COLLECTOR
+        cmd = [self.collector, "start", "--name", VM, "--dir", self.vmdir, "--run-dir", self.rundir,
                "-e", events, "--buffer-kb", kb, "-o", self.session_out]
         if not self.a.host_perf:
             cmd.append("--no-host")
@@ -196,6 +206,8 @@ class Bench:
             self.nstart = getattr(self, "nstart", -1) + 1
             self.variant = vs[self.nstart % len(vs)].strip()
             cmd += shlex.split(self.variant)
+        if AB:
+            self.variant = ("ab " if self.collector == AB else "own ") + self.variant
         if maxsize and maxsize != "-":
             cmd += ["--max-size", maxsize]
         if tracer and tracer != "-":
@@ -255,7 +267,7 @@ class Bench:
         rss = proc_rss_kb(self.daemon)
         dur = time.monotonic() - self.t_go
         t0 = time.monotonic()
-        r = subprocess.run([COLLECTOR, "stop", "--name", VM, "--run-dir", self.rundir],
+        r = subprocess.run([self.collector, "stop", "--name", VM, "--run-dir", self.rundir],
                            capture_output=True, text=True, preexec_fn=cg_join(self.cg_ours))
         stop_s = time.monotonic() - t0
         for _ in range(100):  # the daemon and its children gone: their CPU is all counted
@@ -392,7 +404,7 @@ class Bench:
         out = os.path.join(self.tmp, "snap.data")
         live = os.path.getsize(self.session_out) if os.path.isfile(self.session_out) else 0
         t0 = time.monotonic()
-        r = subprocess.run([COLLECTOR, "snapshot", "--name", VM, "--run-dir", self.rundir, "-o", out],
+        r = subprocess.run([self.collector, "snapshot", "--name", VM, "--run-dir", self.rundir, "-o", out],
                            capture_output=True, text=True)
         snap_s = time.monotonic() - t0
         sz = os.path.getsize(out) if os.path.exists(out) else 0
@@ -412,10 +424,18 @@ class Bench:
         return q
 
     def start_cats(self):
+        """The port floor's reader: cat on each port's FIFO, the FIFO raised to the daemon's
+        1 MiB (BATCH_PIPE, collector/link/spool.c). Under TCG, QEMU writes to the FIFO in the vCPU thread
+        that kicked the port, so it counts as the writer's guest CPU, unless the FIFO is full:
+        then QEMU's main loop writes it later. cat's default 64 KiB FIFO made the floor cheaper
+        than what the agent pays beside the daemon's 1 MiB one (2026-11-27)."""
         n = 0
         while os.path.exists(os.path.join(self.vmdir, f"trace-path-cpu{n}.out")):
-            self.cats.append(subprocess.Popen(
-                ["cat", os.path.join(self.vmdir, f"trace-path-cpu{n}.out")], stdout=subprocess.DEVNULL))
+            fd = os.open(os.path.join(self.vmdir, f"trace-path-cpu{n}.out"), os.O_RDONLY | os.O_NONBLOCK)
+            self.cat_pipe = fcntl.fcntl(fd, 1031, CAT_PIPE)  # F_SETPIPE_SZ
+            os.set_blocking(fd, True)
+            self.cats.append(subprocess.Popen(["cat"], stdin=fd, stdout=subprocess.DEVNULL))
+            os.close(fd)
             n += 1
         self.cat_cpu0 = 0
 
@@ -431,7 +451,7 @@ class Bench:
         for c in self.cats:
             c.kill()
             c.wait()
-        self.record(f"host mode=cat host_cat_cpu_s={cpu / 1e9:.3f} host_cat_bytes={got}")
+        self.record(f"host mode=cat host_cat_cpu_s={cpu / 1e9:.3f} host_cat_bytes={got} fifo_kb={self.cat_pipe >> 10}")
         self.cats = []
 
     def handle(self, line):

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Guest half of bench/vm-bench.py cost (the load issue's CPU per GB, #21): in one boot,
 #  - the port's floor: a plain writer of 1 MiB buffers into one port (flood port), as fast as
-#    it can and paced at vt.floor_mbps; its own CPU seconds per byte;
+#    it can and paced at vt.floor_mbps; its own CPU seconds per byte; and beside the agent's
+#    workloads (floor-loaded: one writer per vCPU, each into its own port);
 #  - the workload (flood write: 64-byte writes into /dev/null, one pinned writer per vCPU)
 #    untraced, then traced by the agent with syscalls:sys_{enter,exit}_write (a flood of
 #    events) under each trace clock of vt.clocks: the workload's rate against its untraced
@@ -24,6 +25,29 @@ floor() { # MBPS (0: as fast as it can)
 	out=$(/bin/flood port /dev/virtio-ports/trace-path-cpu0 "$portmib" "$1")
 	finished
 	say "result kind=floor paced=$1 round=$r $(echo "$out" | cut -d' ' -f3-)"
+}
+
+# The floor beside the same workload the agent runs with (the agent's vCPUs are never idle):
+# one plain writer per vCPU into its own port (flood ports), as fast as it can beside the
+# syscall flood, or paced at vt.rate KB/s beside vt.rate KB/s of markers into a ring no one
+# reads. Its CPU per byte is the port's cost under that load.
+floor_loaded() { # flood|paced|alone (alone: paced as the markers, without them)
+	ready cat
+	if [ "$1" = alone ]; then
+		out=$(/bin/flood ports "$secs" "$(awk "BEGIN { print $rate / 1000 }")")
+	elif [ "$1" = flood ]; then
+		/bin/flood write "$secs" >/dev/null &
+		out=$(/bin/flood ports "$secs")
+	else
+		mkinst floorload "" 1024
+		echo 1 >"$T/instances/floorload/tracing_on"
+		/bin/flood marker "$T/instances/floorload/trace_marker" "$rate" "$secs" >/dev/null &
+		out=$(/bin/flood ports "$secs" "$(awk "BEGIN { print $rate / 1000 }")")
+	fi
+	wait
+	echo 0 >"$T/instances/floorload/tracing_on" 2>/dev/null
+	finished
+	say "result kind=floor-loaded with=$1 round=$r $(echo "$out" | cut -d' ' -f3-)"
 }
 
 untraced() {
@@ -58,6 +82,9 @@ while [ $r -lt "$rounds" ]; do
 	fi
 	floor 0
 	for m in $floor_mbps; do floor "$m"; done
+	floor_loaded flood
+	floor_loaded paced
+	floor_loaded alone
 	untraced
 	for c in $clocks; do
 		agent_flood "$c"

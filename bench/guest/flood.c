@@ -9,6 +9,12 @@
  *                                    port), at most MBPS MB/s (paced in 10 ms steps; 0 or
  *                                    absent: as fast as it can); prints "flood port bytes B
  *                                    secs S mbps R cpu_s C" (C: its own user+system time)
+ *   flood ports SECONDS [MBPS]       one pinned child per online CPU write()s 1 MiB chunks
+ *                                    into /dev/virtio-ports/trace-path-cpuN (N: its CPU) for
+ *                                    SECONDS, at most MBPS MB/s each (0 or absent: as fast as
+ *                                    it can): the port's floor beside a workload (cost.sh);
+ *                                    prints "flood ports bytes B secs S mbps R cpu_s C" (C:
+ *                                    the children's user+system time)
  *   flood write SECONDS              one pinned child per online CPU write()s 64 bytes into
  *                                    /dev/null as fast as it can (the traced workload of
  *                                    bench/guest/cost.sh: syscall events); prints "flood
@@ -183,6 +189,51 @@ static int flood_write(double seconds)
 	return 0;
 }
 
+/* One pinned child of flood ports: 1 MiB write()s into its CPU's port until the deadline. */
+static uint64_t flood_ports_work(const struct flood_job *job)
+{
+	static char buf[1 << 20];
+	char path[64];
+	double t0 = flood_now(), end = t0 + job->seconds;
+	uint64_t done = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/virtio-ports/trace-path-cpu%d", sched_getcpu());
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "flood: open %s: %s\n", path, strerror(errno));
+		return 0;
+	}
+	memset(buf, 0x5a, sizeof(buf));
+	while (flood_now() < end) {
+		ssize_t w = write(fd, buf, sizeof(buf));
+
+		if (w <= 0)
+			break;
+		done += (uint64_t)w;
+		if (job->kbps > 0 && flood_now() < t0 + (double)done / (job->kbps * 1e3))
+			flood_sleep_until(t0 + (double)done / (job->kbps * 1e3));
+	}
+	close(fd);
+	return done;
+}
+
+static int flood_ports(double seconds, double mbps)
+{
+	const struct flood_job job = { .kbps = mbps * 1e3, .seconds = seconds };
+	uint64_t n[FLOOD_MAX_CPUS], total = 0;
+	double t0 = flood_now(), secs;
+	int ncpu, r = flood_per_cpu(flood_ports_work, &job, n, &ncpu);
+
+	if (r)
+		return r;
+	secs = flood_now() - t0;
+	for (int c = 0; c < ncpu; c++)
+		total += n[c];
+	printf("flood ports bytes %llu secs %.3f mbps %.1f cpu_s %.3f\n", (unsigned long long)total, secs,
+	       (double)total / secs / 1e6, flood_cpu_s(RUSAGE_CHILDREN));
+	return total ? 0 : 1;
+}
+
 static int flood_port(const char *path, long mib, double mbps)
 {
 	static char buf[1 << 20];
@@ -226,8 +277,10 @@ int main(int argc, char **argv)
 		return flood_marker(argv[2], atof(argv[3]), atof(argv[4]));
 	if ((argc == 4 || argc == 5) && strcmp(argv[1], "port") == 0)
 		return flood_port(argv[2], atol(argv[3]), argc == 5 ? atof(argv[4]) : 0);
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "ports") == 0)
+		return flood_ports(atof(argv[2]), argc == 4 ? atof(argv[3]) : 0);
 	if (argc == 3 && strcmp(argv[1], "write") == 0)
 		return flood_write(atof(argv[2]));
-	fprintf(stderr, "usage: flood marker PATH KBPS SECONDS | flood port PATH MIB [MBPS] | flood write SECONDS\n");
+	fprintf(stderr, "usage: flood marker PATH KBPS SECONDS | flood port PATH MIB [MBPS] | flood ports SECONDS [MBPS] | flood write SECONDS\n");
 	return 2;
 }
