@@ -145,7 +145,7 @@ def cost(lines):
         v = rows[key]
         c = [x[0] for x in v]
         what = {"floor": f"plain writer into one port ({'as fast as it can' if paced == '0' else paced + ' MB/s'})",
-                "floor-loaded": f"plain writer per vCPU into its port " + {"flood": "beside the syscall flood", "paced": "beside the markers, paced as they are"}.get(paced, "paced as the markers, without them"),
+                "floor-loaded": f"plain writer per vCPU into its port " + {"flood": "beside the syscall flood", "paced": "beside the markers, paced as they are"}.get(paced, "paced as the markers, without them" + (", in 32 KiB writes" if paced == "smooth" else "")),
                 "agent-flood": "agent, syscall flood", "agent-paced": "agent, 2 MB/s/vCPU markers"}.get(kind, kind)
         share = f"{100 * med([x[2] for x in v]) / untr:.0f}%" if kind == "agent-flood" else ""
         d = f"{med([x[3] for x in v]):.2f}" if not kind.startswith("floor") else ""

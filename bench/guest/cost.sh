@@ -31,10 +31,12 @@ floor() { # MBPS (0: as fast as it can)
 # one plain writer per vCPU into its own port (flood ports), as fast as it can beside the
 # syscall flood, or paced at vt.rate KB/s beside vt.rate KB/s of markers into a ring no one
 # reads. Its CPU per byte is the port's cost under that load.
-floor_loaded() { # flood|paced|alone (alone: paced as the markers, without them)
+floor_loaded() { # flood|paced|alone|smooth (alone: paced as the markers, without them; smooth: so in 32 KiB writes)
 	ready cat
 	if [ "$1" = alone ]; then
 		out=$(/bin/flood ports "$secs" "$(awk "BEGIN { print $rate / 1000 }")")
+	elif [ "$1" = smooth ]; then
+		out=$(/bin/flood ports "$secs" "$(awk "BEGIN { print $rate / 1000 }")" 32)
 	elif [ "$1" = flood ]; then
 		/bin/flood write "$secs" >/dev/null &
 		out=$(/bin/flood ports "$secs")
@@ -85,6 +87,7 @@ while [ $r -lt "$rounds" ]; do
 	floor_loaded flood
 	floor_loaded paced
 	floor_loaded alone
+	floor_loaded smooth
 	untraced
 	for c in $clocks; do
 		agent_flood "$c"

@@ -9,10 +9,10 @@
  *                                    port), at most MBPS MB/s (paced in 10 ms steps; 0 or
  *                                    absent: as fast as it can); prints "flood port bytes B
  *                                    secs S mbps R cpu_s C" (C: its own user+system time)
- *   flood ports SECONDS [MBPS]       one pinned child per online CPU write()s 1 MiB chunks
- *                                    into /dev/virtio-ports/trace-path-cpuN (N: its CPU) for
- *                                    SECONDS, at most MBPS MB/s each (0 or absent: as fast as
- *                                    it can): the port's floor beside a workload (cost.sh);
+ *   flood ports SECONDS [MBPS [KB]]  one pinned child per online CPU write()s KB KiB chunks
+ *                                    (default 1024) into /dev/virtio-ports/trace-path-cpuN (N:
+ *                                    its CPU) for SECONDS, at most MBPS MB/s each (0 or absent:
+ *                                    as fast as it can): the port's floor beside a workload (cost.sh);
  *                                    prints "flood ports bytes B secs S mbps R cpu_s C" (C:
  *                                    the children's user+system time)
  *   flood write SECONDS              one pinned child per online CPU write()s 64 bytes into
@@ -78,6 +78,7 @@ static uint64_t flood_marker_cpu(int fd, double kbps, double seconds)
 struct flood_job {
 	const char *path; /* marker: the trace_marker file */
 	double kbps, seconds;
+	size_t chunk; /* ports: bytes a write() */
 };
 
 /* One child per online CPU, pinned, each running work(job); their counts into n[], the CPU
@@ -205,7 +206,7 @@ static uint64_t flood_ports_work(const struct flood_job *job)
 	}
 	memset(buf, 0x5a, sizeof(buf));
 	while (flood_now() < end) {
-		ssize_t w = write(fd, buf, sizeof(buf));
+		ssize_t w = write(fd, buf, job->chunk);
 
 		if (w <= 0)
 			break;
@@ -217,9 +218,10 @@ static uint64_t flood_ports_work(const struct flood_job *job)
 	return done;
 }
 
-static int flood_ports(double seconds, double mbps)
+static int flood_ports(double seconds, double mbps, long kb)
 {
-	const struct flood_job job = { .kbps = mbps * 1e3, .seconds = seconds };
+	const struct flood_job job = { .kbps = mbps * 1e3, .seconds = seconds,
+				       .chunk = kb > 0 && kb <= 1024 ? (size_t)kb << 10 : 1u << 20 };
 	uint64_t n[FLOOD_MAX_CPUS], total = 0;
 	double t0 = flood_now(), secs;
 	int ncpu, r = flood_per_cpu(flood_ports_work, &job, n, &ncpu);
@@ -277,10 +279,10 @@ int main(int argc, char **argv)
 		return flood_marker(argv[2], atof(argv[3]), atof(argv[4]));
 	if ((argc == 4 || argc == 5) && strcmp(argv[1], "port") == 0)
 		return flood_port(argv[2], atol(argv[3]), argc == 5 ? atof(argv[4]) : 0);
-	if ((argc == 3 || argc == 4) && strcmp(argv[1], "ports") == 0)
-		return flood_ports(atof(argv[2]), argc == 4 ? atof(argv[3]) : 0);
+	if (argc >= 3 && argc <= 5 && strcmp(argv[1], "ports") == 0)
+		return flood_ports(atof(argv[2]), argc >= 4 ? atof(argv[3]) : 0, argc == 5 ? atol(argv[4]) : 1024);
 	if (argc == 3 && strcmp(argv[1], "write") == 0)
 		return flood_write(atof(argv[2]));
-	fprintf(stderr, "usage: flood marker PATH KBPS SECONDS | flood port PATH MIB [MBPS] | flood ports SECONDS [MBPS] | flood write SECONDS\n");
+	fprintf(stderr, "usage: flood marker PATH KBPS SECONDS | flood port PATH MIB [MBPS] | flood ports SECONDS [MBPS [KB]] | flood write SECONDS\n");
 	return 2;
 }
