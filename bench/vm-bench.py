@@ -56,6 +56,9 @@ IMAGE = os.path.join(BUILD, "tests", "e2e", "subbuf" if SUBBUF else "")
 KERNEL_ROOT = "kernel-root-subbuf" if SUBBUF else "kernel-root"
 # the FIFO size the port floor's reader gives each port (start_cats), KiB; 64 was cat's default
 CAT_PIPE = int(os.environ.get("VT_BENCH_CAT_PIPE_KB", "1024")) << 10
+# VT_BENCH_CAT_SLEEP_MS: the floor's reader sleeps that long whenever its FIFO is empty instead
+# of waking at each of QEMU's writes (paced floors only: a flood fills the FIFO meanwhile)
+CAT_SLEEP_MS = int(os.environ.get("VT_BENCH_CAT_SLEEP_MS", "0"))
 TC_GUEST = "127.0.0.1"  # trace-cmd's name of a guest reached by IP: its FIFOs' directory
 TC_DIR = f"/var/lib/trace-cmd/virt/{TC_GUEST}"
 TC_PORT = 18823
@@ -434,7 +437,14 @@ class Bench:
             fd = os.open(os.path.join(self.vmdir, f"trace-path-cpu{n}.out"), os.O_RDONLY | os.O_NONBLOCK)
             self.cat_pipe = fcntl.fcntl(fd, 1031, CAT_PIPE)  # F_SETPIPE_SZ
             os.set_blocking(fd, True)
-            self.cats.append(subprocess.Popen(["cat"], stdin=fd, stdout=subprocess.DEVNULL))
+            if CAT_SLEEP_MS:  # a reader that wakes every CAT_SLEEP_MS, not at each write
+                self.cats.append(subprocess.Popen(
+                    [sys.executable, "-c", "import os, sys, time\nos.set_blocking(0, False)\nwhile True:\n"
+                     "    try:\n        n = len(os.read(0, 1 << 20))\n    except BlockingIOError:\n        n = -1\n"
+                     f"    if n == 0:\n        break\n    if n < 0:\n        time.sleep({CAT_SLEEP_MS / 1000})\n"],
+                    stdin=fd, stdout=subprocess.DEVNULL))
+            else:
+                self.cats.append(subprocess.Popen(["cat"], stdin=fd, stdout=subprocess.DEVNULL))
             os.close(fd)
             n += 1
         self.cat_cpu0 = 0
