@@ -190,7 +190,7 @@ static int flood_write(double seconds)
 	return 0;
 }
 
-/* One pinned child of flood ports: 1 MiB write()s into its CPU's port until the deadline. */
+/* One pinned child of flood ports: job->chunk write()s into its CPU's port until the deadline. */
 static uint64_t flood_ports_work(const struct flood_job *job)
 {
 	static char buf[1 << 20];
