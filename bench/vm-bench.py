@@ -59,6 +59,9 @@ CAT_PIPE = int(os.environ.get("VT_BENCH_CAT_PIPE_KB", "1024")) << 10
 # VT_BENCH_CAT_SLEEP_MS: the floor's reader sleeps that long whenever its FIFO is empty instead
 # of waking at each of QEMU's writes (paced floors only: a flood fills the FIFO meanwhile)
 CAT_SLEEP_MS = int(os.environ.get("VT_BENCH_CAT_SLEEP_MS", "0"))
+# VT_BENCH_QEMU_ARGS: more QEMU arguments, after the boot script's (a later -cpu wins), e.g.
+# '-cpu max,erms=off,fsrm=off': TCG runs a rep movsb one byte per translated block
+QEMU_ARGS = os.environ.get("VT_BENCH_QEMU_ARGS", "").split()
 TC_GUEST = "127.0.0.1"  # trace-cmd's name of a guest reached by IP: its FIFOs' directory
 TC_DIR = f"/var/lib/trace-cmd/virt/{TC_GUEST}"
 TC_PORT = 18823
@@ -499,9 +502,10 @@ class Bench:
                    VT_E2E_KERNEL=os.path.join(IMAGE, "vmlinux"),
                    VT_E2E_INITRD=self.initrd())
         append = f"vt.secs={a.secs} vt.rounds={a.rounds} vt.kb={a.kb} {a.append}"
-        extra = self.tracecmd_setup() if a.with_tracecmd else []
+        extra = (self.tracecmd_setup() if a.with_tracecmd else []) + QEMU_ARGS
         self.record(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {a.script} {append} guest_kernel={KERNEL_ROOT} host={os.uname().nodename} "
-                    f"kernel={os.uname().release} ncpu={os.cpu_count()} load={','.join(loadavg())} accel=tcg")
+                    f"kernel={os.uname().release} ncpu={os.cpu_count()} load={','.join(loadavg())} accel=tcg"
+                    + (f" qemu_args='{' '.join(QEMU_ARGS)}'" if QEMU_ARGS else ""))
         boot = subprocess.Popen([BOOT, "--dir", self.vmdir, "--log", self.log, "--console-in", self.fifo,
                                  "--script", os.path.join(TOP, "bench", "guest", a.script + ".sh"),
                                  "--accel", "tcg", "--timeout", str(a.timeout), "--append", append,
