@@ -12,7 +12,10 @@
 # Ours: trace-collector start with its defaults (host perf record, live merge) and stop.
 # Prints the table of bench/RESULTS.md (medians), raw lines in OUT/results.txt.
 #   bench/tracecmd-fifo.sh [--fix-splice] [--no-warmup] [--rounds 3] [--secs 10] [--psecs 25] [--out DIR]
-#                          [--kernel 6.1|6.12]
+#                          [--kernel 6.1|6.12] [--no-erms]
+# --no-erms: the guest CPU without ERMS/FSRM (-cpu max,erms=off,fsrm=off): TCG emulates a rep movsb
+#   one byte per step, so with -cpu max every kernel copy costs ~3.5x what rep movsq does and the
+#   copy both tools make of each page is most of their cost (bench/RESULTS.md, 2026-11-28).
 # --kernel 6.12: the guest on Debian 12's 6.12 kernel (tests/e2e/subbuf's image): our agent reads
 #   its ring in 16 KiB sub-buffers there (Linux 6.8+), trace-cmd 3.1.6 in pages. Default 6.1.
 # Before the rounds one flood session of each tool is run and not counted (--no-warmup: none):
@@ -27,6 +30,7 @@ rounds=3 secs=10 psecs=25 out= fix=0 warmup=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--fix-splice) fix=1; shift; continue ;;
+	--no-erms) export VT_BENCH_QEMU_ARGS="-cpu max,erms=off,fsrm=off"; shift; continue ;;
 	--no-warmup) warmup=0; shift; continue ;;
 	--kernel) case $2 in 6.1) ;; 6.12) export VT_BENCH_KERNEL=subbuf ;; *) echo "tracecmd-fifo: --kernel 6.1 or 6.12" >&2; exit 2 ;; esac ;;
 	--rounds) rounds=$2 ;; --secs) secs=$2 ;; --psecs) psecs=$2 ;; --out) out=$2 ;;

@@ -206,14 +206,20 @@ static uint64_t flood_ports_work(const struct flood_job *job)
 	}
 	memset(buf, 0x5a, sizeof(buf));
 	while (flood_now() < end) {
-		ssize_t w = write(fd, buf, job->chunk);
+		/* the whole chunk, then pace: a port write() takes at most 32 KiB (virtio_console),
+		 * and pacing after each one made every 32 KiB a sleep and a wake-up whatever the chunk */
+		for (size_t off = 0; off < job->chunk;) {
+			ssize_t w = write(fd, buf + off, job->chunk - off);
 
-		if (w <= 0)
-			break;
-		done += (uint64_t)w;
+			if (w <= 0)
+				goto out;
+			off += (size_t)w;
+			done += (uint64_t)w;
+		}
 		if (job->kbps > 0 && flood_now() < t0 + (double)done / (job->kbps * 1e3))
 			flood_sleep_until(t0 + (double)done / (job->kbps * 1e3));
 	}
+out:
 	close(fd);
 	return done;
 }
