@@ -29,7 +29,7 @@
 	"       [--tracer NAME [--ftrace-filter GLOBS]]\n"                                              \
 	"       [--host-events LIST | --no-host | --host-data FILE]\n"                                  \
 	"       [--qemu-pid PID] [-o OUT] [--max-size SIZE] [--min-free SIZE]\n"                       \
-	"       [--flight-recorder SIZE | --no-live-merge] [--no-compress]\n"                         \
+	"       [--flight-recorder SIZE | --no-live-merge] [--keep-spools] [--no-compress]\n"                         \
 	"       [--timeout SEC] [--foreground]\n"         \
 	"       [--probe-interval SEC] [--holdout-probes] [--kvm-debugfs DIR] [--allow-partial]\n"    \
 	"       [--flush-interval SEC] [--agent-events] [--guest-perf[=EVENTS] [--guest-freq HZ] [--guest-perf-kb N]\n"  \
@@ -42,10 +42,15 @@
 	"  -e EVENTS        guest events, e.g. 'sched:*,irq' (default sched,irq,timer)\n"            \
 	"  --tracer NAME    also run this guest ftrace tracer, e.g. function (default nop: events only)\n" \
 	"  --ftrace-filter GLOBS  functions the tracer traces, e.g. 'vfs_* schedule' (default all)\n" \
-	"  --max-size SIZE  stop when the session's files reach SIZE (e.g. 2G): spools, host.data, the\n" \
-	"                   live merge's file, guest metadata and binaries, clock samples, logs; without\n" \
-	"                   the live merge the output stop merges counts too. Default: a quarter of the\n" \
-	"                   session dir's file system, at most 16G; 0 or none: no limit\n"            \
+	"  --max-size SIZE  bound the session's files by SIZE (e.g. 2G): spools, host.data, the live\n" \
+	"                   merge's file and what it has still to write, guest metadata and binaries,\n" \
+	"                   clock samples, logs; without the live merge the output stop merges counts\n" \
+	"                   too. Near it (or --min-free), the spools' pages the live merge has written\n" \
+	"                   into its output are freed; the session stops only when that is not enough.\n" \
+	"                   Default: a quarter of the session dir's file system, at most 16G; 0 or\n" \
+	"                   none: no limit\n"                                                         \
+	"  --keep-spools    never free the spools' pages (an offline 'merge' of the session dir then\n" \
+	"                   covers it all): a bound stops the session instead\n"                     \
 	"  --min-free SIZE  stop when free space on the session dir's file system (or -o's) falls\n"  \
 	"                   below SIZE; start refuses below it. Default: 5% of that file system, at\n" \
 	"                   most 1G; 0: no floor\n"                                                    \
@@ -249,6 +254,7 @@ static int start_parse_one(struct start_opts *o, int c, const char **dir, const 
 	case 'W': return util_parse_size(optarg, &o->flight_recorder) < 0 || o->flight_recorder < (4u << 20) ? -EINVAL : 0;
 	case 'L': o->live_merge = o->live_explicit = true; return 0;
 	case 'M': o->no_live_merge = true; return 0;
+	case 'Y': o->keep_spools = true; return 0;
 	case 'y': o->zstd_level = 0; return 0;
 	case 'b': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->buffer_kb = (uint32_t)v; return 0;
 	case 'q': if (util_parse_u64(optarg, 1u << 22, &v) < 0 || !v) return -EINVAL; o->qemu_pid = (pid_t)v; return 0;
@@ -290,7 +296,7 @@ static int start_options(int argc, char **argv, struct start_opts *o, const char
 		{ "guest-perf-kb", 1, 0, 'k' }, { "no-guest-binaries", 0, 0, 'x' },
 		{ "trust-guest-binaries", 0, 0, 'X' },
 		{ "agent-events", 0, 0, 'S' }, { "flight-recorder", 1, 0, 'W' }, { "live-merge", 0, 0, 'L' },
-		{ "no-live-merge", 0, 0, 'M' }, { "no-compress", 0, 0, 'y' }, { "all", 0, 0, 'a' }, { "vm-root", 1, 0, 'V' },
+		{ "no-live-merge", 0, 0, 'M' }, { "keep-spools", 0, 0, 'Y' }, { "no-compress", 0, 0, 'y' }, { "all", 0, 0, 'a' }, { "vm-root", 1, 0, 'V' },
 		{ "help", 0, 0, 'h' }, {},
 	};
 	int c, r, li;

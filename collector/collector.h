@@ -118,6 +118,7 @@ struct start_opts {
 				       * --no-live-merge, --flight-recorder or --host-data */
 	bool live_explicit;           /* --live-merge (or -o -) given: refused where it cannot run */
 	bool no_live_merge;           /* --no-live-merge: stop merges (offline merge) */
+	bool keep_spools;             /* --keep-spools: nothing freed behind the live merge */
 	int zstd_level;               /* the output's zstd level (MERGE_ZSTD_LEVEL; --no-compress: 0),
 				       * session.ini opt_compress for the merges */
 	bool live_stdout;             /* -o -: the live merge as pipe-mode perf.data on stdout */

@@ -77,6 +77,11 @@ static int out_flush(struct perf_writer *w)
 	return r;
 }
 
+uint64_t perf_writer_size(const struct perf_writer *w)
+{
+	return w->pos;
+}
+
 static int out_put(struct perf_writer *w, const void *d, size_t n)
 {
 	const uint8_t *p = d;

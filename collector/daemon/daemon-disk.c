@@ -11,6 +11,7 @@
  * live merge writes much of it at the end, an offline merge all of it at stop, which then
  * finds room for it (and refuses it when not). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #include "disk.h"
 #include "hostperf.h"
 #include "log.h"
+#include "session.h"
 #include "spool.h"
 #include "util.h"
 
@@ -38,19 +40,53 @@
 #define DISK_FAR_TICKS 10 /* while far, the session dir is walked every 10th tick (1 s) */
 #define DISK_HOST_WATCH_MS 10 /* host.data's size between ticks: 0.5 MB at 50 MB/s */
 
-/* The spools' bytes from their stats: on disk, or about to be. */
+/* The spools' bytes from their stats: on disk, or about to be; with the live merge's word, the
+ * ftrace bytes it has still to read and its measured ratio. */
 static void disk_spools(const struct daemon *d, struct disk_usage *u)
 {
+	const struct disk_merged *m = &d->merged;
 	struct spool_stats st;
 
-	u->spools = u->ftrace = 0;
+	u->spools = u->ftrace = u->pending = 0;
 	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
 		if (!d->spools[k])
 			continue;
 		spool_stats(d->spools[k], &st);
-		u->spools += st.spooled - st.fr_dropped;
-		u->ftrace += k < COLLECTOR_MAX_CPUS ? st.spooled - st.fr_dropped : 0;
+		u->spools += st.spooled - st.fr_dropped - st.released;
+		if (k >= COLLECTOR_MAX_CPUS)
+			continue;
+		u->ftrace += st.spooled - st.fr_dropped - st.released;
+		u->pending += st.spooled - MIN(st.spooled, MAX(m->done[k], st.stale));
 	}
+	u->merged_in = d->live && m->known ? m->in : 0;
+	u->merged_out = m->out;
+}
+
+/* SESSION/live.progress (merge/follow.c, root's like the session dir): how far the live merge is
+ * in each ftrace spool, the bytes it read and its output's size then. */
+static void disk_merged_read(struct daemon *d)
+{
+	_cleanup_free_ char *text = NULL;
+	struct disk_merged *m = &d->merged;
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/live.progress", d->s.dir);
+	if (!d->live || util_read_file_at(AT_FDCWD, path, 1 << 16, &text, NULL) < 0)
+		return;
+	for (char *line = text, *next; line && *line; line = next) {
+		unsigned long long v;
+		unsigned cpu;
+
+		if ((next = strchr(line, '\n')))
+			*next++ = '\0';
+		if (sscanf(line, "out=%llu", &v) == 1)
+			m->out = v;
+		else if (sscanf(line, "in=%llu", &v) == 1)
+			m->in = v;
+		else if (sscanf(line, "cpu%u=%llu", &cpu, &v) == 2 && cpu < COLLECTOR_MAX_CPUS)
+			m->done[cpu] = v;
+	}
+	m->known = true;
 }
 
 /* What host perf may still write when stopped: its rings. */
@@ -197,6 +233,45 @@ static uint64_t disk_room(const struct daemon *d, const struct disk_usage *u)
 	return room;
 }
 
+/* Near a bound (DISK_RELEASE_NEAR of the room left, at least DISK_RELEASE_MIN), with the live
+ * merge: every ftrace spool's pages it has written into its output are freed from the spool (the
+ * front of the file becomes a hole, as the flight recorder's), so that a long session keeps going
+ * on a bounded disk and nothing is lost from the output. An offline merge of the session dir then
+ * lacks them, and says so; --keep-spools keeps them (a bound then stops the session). */
+#define DISK_RELEASE_MIN (1ull << 30)
+#define DISK_RELEASE_NEAR 4 /* a quarter of --max-size */
+static void disk_release(struct daemon *d, struct disk_usage *u)
+{
+	struct disk_merged *m = &d->merged;
+	uint64_t margin = MAX(DISK_RELEASE_MIN, d->o->max_size / DISK_RELEASE_NEAR), freed = 0;
+	char a[32], b[32];
+
+	if (!d->live || d->o->keep_spools || d->disk_cut[0] || d->ph != PH_TRACING)
+		return;
+	if (!m->known || disk_room(d, u) >= margin)
+		return;
+	for (unsigned k = 0; k < COLLECTOR_MAX_CPUS && k < ARRAY_SIZE(d->spools); k++) {
+		int64_t r = d->spools[k] ? spool_release(d->spools[k], m->done[k]) : 0;
+
+		if (r < 0 && !m->release_failed) {
+			m->release_failed = true;
+			log_warn("cpu%u: cannot free the pages the live merge wrote from %s/cpu%u.spool (fallocate "
+				 "PUNCH_HOLE: %s): the disk bounds then stop the session; put the VM dir on a file "
+				 "system that punches holes (ext4, xfs, btrfs, tmpfs)", k, d->s.dir, k, strerror((int)-r));
+		}
+		freed += r > 0 ? (uint64_t)r : 0;
+	}
+	if (!freed)
+		return;
+	m->released += freed;
+	if (m->releases++ == 0)
+		log_info("disk: near a bound (%s left): %s of the spools the live merge has written into its output "
+			 "freed; an offline merge of %s no longer covers the session's start", disk_size_str(disk_room(d, u), a, sizeof(a)),
+			 disk_size_str(freed, b, sizeof(b)), d->s.dir);
+	disk_spools(d, u);
+	d->disk_total -= MIN(d->disk_total, freed);
+}
+
 /* After a walk: far (the host.data watch rests, the next walk in DISK_FAR_TICKS ticks or once
  * the growth took the slack) or near (the watch runs, every tick walks). */
 static void disk_far_follow(struct daemon *d, const struct disk_usage *u)
@@ -234,6 +309,7 @@ static void disk_walk(struct daemon *d)
 	 * then (its ~50 directories were half of each walk) */
 	if (disk_usage_fixed(d->s.dir, "guest", d->ph > PH_META ? &d->disk_guest : &(uint64_t){ UINT64_MAX }, &u) < 0)
 		return;
+	disk_merged_read(d);
 	disk_spools(d, &u); /* with what they still buffer */
 	total = disk_total(&u);
 	/* per tick: after a far stretch the growth spans several of them */
@@ -241,6 +317,7 @@ static void disk_walk(struct daemon *d)
 	d->disk_ticks = 0;
 	d->disk_total = total;
 	d->disk = u;
+	disk_release(d, &u);
 	disk_check_limit(d, &u);
 	if (!disk_check_floor(d, d->s.dir, "the session dir", d->o->min_free) && d->o->out[0]) {
 		if (d->o->min_free_given)
@@ -271,6 +348,12 @@ void daemon_disk_tick(struct daemon *d)
 void daemon_disk_final(struct daemon *d)
 {
 	struct disk_usage u;
+	char v[32];
+
+	if (d->merged.released) { /* an offline merge says what it lacks */
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)d->merged.released);
+		session_ini_set(d->s.dir, "spools_released", v);
+	}
 
 	if (disk_usage(d->s.dir, &u) == 0)
 		d->disk_total = disk_total(&u); /* the spools are all in their files now */
@@ -286,6 +369,10 @@ void daemon_disk_summary(const struct daemon *d, FILE *f)
 		disk_size_str(d->disk_total, a, sizeof(a)),
 		d->o->max_size ? disk_size_str(d->o->max_size, b, sizeof(b)) : "none",
 		disk_size_str(avail, c, sizeof(c)), d->o->min_free ? disk_size_str(d->o->min_free, e, sizeof(e)) : "none");
+	if (d->merged.released)
+		fprintf(f, "disk: %s of the spools freed near the bound once the live merge had written them "
+			"(the output has them; an offline 'merge' of the session dir lacks them; --keep-spools keeps them)\n",
+			disk_size_str(d->merged.released, a, sizeof(a)));
 	if (d->disk_cut[0])
 		fprintf(f, "%s\n", d->disk_cut);
 }

@@ -80,6 +80,7 @@ struct daemon {
 	/* daemon-disk.c: the session's bytes at the last tick (spools, host.data, the rest), their
 	 * growth over it, and the line saying which bound cut the session ("" while none did) */
 	struct disk_usage disk;          /* the last tick's walk */
+	struct disk_merged merged;       /* the live merge's progress; what was freed behind it */
 	struct event *disk_watch;        /* host.data's size between ticks */
 	uint64_t disk_total, disk_grow;
 	uint64_t disk_guest;             /* guest/'s bytes once complete (UINT64_MAX: not walked yet) */

@@ -155,6 +155,12 @@ uint64_t disk_projected(const struct disk_usage *u)
 {
 	uint64_t out = u->host + (u->spools - u->ftrace) + DISK_FTRACE_FACTOR * u->ftrace;
 
+	if (u->merged_in >= DISK_RATIO_MIN_IN) {
+		unsigned __int128 to_come = (unsigned __int128)u->pending * u->merged_out * 5 / 4 / u->merged_in;
+
+		to_come = MIN(to_come, (unsigned __int128)DISK_FTRACE_FACTOR * u->pending);
+		return u->spools + u->host + u->other + u->live + (uint64_t)to_come + (u->spools - u->ftrace);
+	}
 	return u->spools + u->host + u->other + MAX(u->live, out);
 }
 

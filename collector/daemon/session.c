@@ -110,6 +110,7 @@ static void session_write_opts(FILE *f, const struct start_opts *o)
 	ini_str(f, "opt_min_free_from", o->min_free_given ? "option" : "default (5% of the file system, at most 1 GiB)");
 	ini_u64(f, "opt_flight_recorder", o->flight_recorder);
 	ini_u64(f, "opt_live_merge", o->live_merge);
+	ini_u64(f, "opt_keep_spools", o->keep_spools);
 	ini_u64(f, "opt_compress", (uint64_t)o->zstd_level); /* zstd level, 0: plain (merge_zstd_level) */
 	ini_u64(f, "opt_trust_guest_binaries", o->perf.trust_binaries); /* the merge reads it */
 	ini_u64(f, "opt_timeout_s", o->timeout_s);

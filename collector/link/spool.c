@@ -316,6 +316,47 @@ static int spool_drop_oldest(struct spool *s)
 	return 0;
 }
 
+/* cpuN.released (tmp + rename): the merge counts the pages of the front hole as freed behind the
+ * live merge, not as the flight recorder's, and an offline merge says what it lacks. */
+static int spool_released_note(struct spool *s)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40], text[96];
+	int n;
+
+	snprintf(path, sizeof(path), "%s/cpu%u.released", s->dir, s->cpu);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	n = snprintf(text, sizeof(text), "released=%" PRIu64 "\nhole_end=%" PRIu64 "\n", s->st.released,
+		     s->fr_hole_end);
+	if (util_write_file(tmp, text, (size_t)n, 0600) < 0 || rename(tmp, path) < 0)
+		return -errno;
+	return 0;
+}
+
+int64_t spool_release(struct spool *s, uint64_t upto)
+{
+	uint64_t data_start = s->st.stale + s->page_size, from, to;
+	int r;
+
+	if (s->perf || !s->st.begun || s->discard)
+		return 0;
+	/* only blocks in the file, and behind the daemon's own scan */
+	to = MIN(upto, MIN(s->flushed, s->scan_off)) / SPOOL_ALIGN * SPOOL_ALIGN;
+	from = MAX(s->fr_hole_end, (data_start + SPOOL_ALIGN - 1) / SPOOL_ALIGN * SPOOL_ALIGN);
+	if (to <= from)
+		return 0;
+	if (fallocate(s->tail_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) < 0)
+		return -errno;
+	s->fr_hole_end = to;
+	s->st.released += to - from;
+	if (s->fr_bytes && (r = spool_fm_freed(s, to)) < 0)
+		log_warn("cpu%u: cannot write %s/cpu%u.fr (%s): the merge may take freed flush marker pages for "
+			 "dropped ring pages", s->cpu, s->dir, s->cpu, strerror(-r));
+	if ((r = spool_released_note(s)) < 0)
+		log_warn("cpu%u: cannot write %s/cpu%u.released (%s): an offline merge of the session dir will "
+			 "count the freed pages as the flight recorder's", s->cpu, s->dir, s->cpu, strerror(-r));
+	return (int64_t)(to - from);
+}
+
 /* The full buffer as one block at an aligned offset, then the buffer starts over. */
 static int spool_write_block(struct spool *s)
 {

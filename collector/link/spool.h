@@ -28,6 +28,8 @@ struct spool_stats {
 	uint64_t discarded;      /* bytes read from the port and dropped (limit, disk full, after stop) */
 	uint64_t fr_dropped;     /* --flight-recorder: the oldest bytes after the begin marker, freed
 				  * from the file (a hole: the file's size stays, its blocks go) */
+	uint64_t released;       /* ftrace: bytes after the begin marker freed from the file once the
+				  * live merge had written them into its output (spool_release) */
 	bool begun, ended;
 	struct vt_cpu_stats end; /* from the end marker */
 	uint64_t flush_markers;  /* flush markers of this session (FLUSH answered; not pages) */
@@ -55,6 +57,10 @@ void spool_free(struct spool *s);
  * record boundary, its task and mapping records kept aside in perf-cpuN.side: spool-side.c).
  * The spool must be on a file system that punches holes. */
 void spool_flight_recorder(struct spool *s, uint64_t bytes);
+/* An ftrace spool's bytes before upto (the live merge wrote every page before it into its
+ * output) freed from the file, as the flight recorder frees its oldest ones, and counted in
+ * cpuN.released: bytes freed now (0: none), or -errno. */
+int64_t spool_release(struct spool *s, uint64_t upto);
 
 int spool_arm(struct spool *s, struct event_base *base);
 /* Moves what the port has into the spool and scans it (the read callback; tests call it). */

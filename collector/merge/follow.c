@@ -53,6 +53,8 @@ struct follow {
 	unsigned refits;
 	uint64_t clamped; /* guest times raised to the last time written (a refit moved them back) */
 	off_t samples_size; /* clock.samples when last fitted */
+	uint64_t progress_ns; /* live.progress is written again after this */
+	unsigned busy;        /* records written since the clock was last read */
 };
 
 /* Whether new probes came since the last fit (clock.samples grew). */
@@ -176,6 +178,58 @@ static int follow_wait(struct merge_ctx *m, struct follow *f, int timeout_ms)
 	return 0;
 }
 
+/* live.progress, after a flush: how far each guest CPU's spool is in the output (every page
+ * before its offset is in the file), the spool bytes read and the output's size then. The
+ * daemon charges the output still to come at this measured ratio, and when its disk bounds come
+ * near it frees what is in the output from the spools (daemon-disk.c). tmp + rename; the
+ * session dir is root's. */
+#define FOLLOW_PROGRESS_NS 250000000ull
+static void follow_progress(struct merge_ctx *m, struct follow *f)
+{
+	const struct merge_guest *g = &m->vm[0].guest;
+	char text[96 + COLLECTOR_MAX_CPUS * 48];
+	uint64_t now = util_now_ns(CLOCK_MONOTONIC);
+	size_t n;
+	int fd, r;
+
+	if (m->pipe || now < f->progress_ns)
+		return;
+	f->progress_ns = now + FOLLOW_PROGRESS_NS;
+	n = (size_t)snprintf(text, sizeof(text), "out=%" PRIu64 "\nin=%" PRIu64 "\n", perf_writer_size(m->w),
+			     g->loss.bytes_read);
+	for (uint32_t i = 0; g->present && g->cpus && i < g->ncpus && n + 48 < sizeof(text); i++) {
+		const struct guest_cpu *c = &g->cpus[i];
+		/* the page at pos - page_size may still hold the head: it stays */
+		uint64_t done = c->pos >= c->data_off + g->page_size ? c->pos - g->page_size : c->data_off;
+
+		if (c->fd >= 0)
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "cpu%u=%" PRIu64 "\n", c->cpu, done);
+	}
+	fd = openat(f->dfd, "live.progress.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	r = util_write_full(fd, text, n);
+	if (close(fd) == 0 && r == 0)
+		(void)renameat(f->dfd, "live.progress.tmp", f->dfd, "live.progress");
+}
+
+/* A merge that never waits (a flood keeps every source busy) still says how far it is, every
+ * FOLLOW_PROGRESS_NS: the output flushed first, so what it says is in the file. */
+#define FOLLOW_BUSY_CHECK 4096
+static int follow_busy_progress(struct merge_ctx *m, struct follow *f)
+{
+	int r;
+
+	if (m->pipe || ++f->busy < FOLLOW_BUSY_CHECK)
+		return 0;
+	f->busy = 0;
+	if (util_now_ns(CLOCK_MONOTONIC) < f->progress_ns)
+		return 0;
+	if ((r = perf_writer_flush(m->w)) == 0)
+		follow_progress(m, f);
+	return r;
+}
+
 /* Before waiting: what was merged goes out (perf_writer_flush: a file shows it, compressed or
  * not, and the disk budget counts it); in pipe mode after a round marker (perf script shows a
  * round once it ends). */
@@ -189,6 +243,15 @@ static int follow_flush(struct merge_ctx *m)
 		r = perf_writer_record(m->w, &round);
 	}
 	return r < 0 ? r : perf_writer_flush(m->w);
+}
+
+static int follow_flush_progress(struct merge_ctx *m, struct follow *f)
+{
+	int r = follow_flush(m);
+
+	if (r == 0)
+		follow_progress(m, f);
+	return r;
 }
 
 /* Whether what holds the merge back is a bound only the daemon's words move: host.data's horizon,
@@ -268,9 +331,11 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 				return r;
 			m->last_ts = MAX(m->last_ts, bt);
 			r = best->kind->emit(m, best);
+			if (r == 0)
+				r = follow_busy_progress(m, f);
 		} else if (!q && !best && !blocked) {
 			return 0;
-		} else if ((r = follow_flush(m)) < 0) {
+		} else if ((r = follow_flush_progress(m, f)) < 0) {
 			return r;
 		} else if ((r = follow_wait(m, f, follow_waits_on_words(m, host_blocked, bound) && !f->refit_due ?
 						   FOLLOW_WORD_WAIT_MS : FOLLOW_WAIT_MS)) == 0 &&

@@ -293,6 +293,20 @@ static uint64_t fr_flush_pages(int dfd, unsigned cpu)
 	return n;
 }
 
+/* The pages the daemon freed from cpuN.spool behind the live merge (cpuN.released), or 0. */
+static uint64_t released_pages(int dfd, unsigned cpu, uint32_t page_size)
+{
+	_cleanup_free_ char *text = NULL;
+	char name[32], val[32];
+	uint64_t n;
+
+	snprintf(name, sizeof(name), "cpu%u.released", cpu);
+	if (!page_size || util_read_file_at(dfd, name, 256, &text, NULL) < 0 ||
+	    ini_get(text, "released", val, sizeof(val)) < 0 || util_parse_u64(val, UINT64_MAX, &n) < 0)
+		return 0;
+	return (n + page_size - 1) / page_size;
+}
+
 static void cpu_close(struct guest_cpu *c)
 {
 	if (c->fd >= 0)
@@ -329,9 +343,13 @@ static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 
 			c->pos += skip;
 			c->pages_dropped = skip / g->page_size;
+			uint64_t released = MIN(released_pages(dfd, c->cpu, g->page_size), c->pages_dropped);
+
 			/* of them, flush marker pages (cpuN.fr): not ring pages the guest sent */
 			c->pages_dropped -= MIN(fr_flush_pages(dfd, c->cpu), c->pages_dropped);
-			g->loss.fr_dropped_pages += c->pages_dropped;
+			released = MIN(released, c->pages_dropped);
+			g->loss.released_pages += released;
+			g->loss.fr_dropped_pages += c->pages_dropped - released;
 		}
 	}
 	return 0;

@@ -148,6 +148,8 @@ static void summary_losses(const struct merge_ctx *m, const struct merge_vm *vm,
 		{ "vCPU spools without this session's begin marker", l->dropped_cpus },
 		{ "stale bytes skipped before begin markers", l->stale_bytes },
 		{ "oldest pages dropped by the flight recorder (--flight-recorder: the newest kept)", l->fr_dropped_pages },
+		{ "oldest pages freed from the spools near the disk bound after the live merge wrote them (the "
+		  "session's live output has them, this merge does not; start --keep-spools keeps them)", l->released_pages },
 		{ "host records out of order", host ? m->host.out_of_order : 0 },
 		{ "host events lost by perf record (buffer overflow; give perf a bigger -m after '--' on start)", host ? m->host.lost : 0 },
 		{ "guest times outside the session window, clamped", l->outside_window },

@@ -68,6 +68,8 @@ struct merge_losses {
 	uint64_t bytes_read;         /* spool bytes read, every pass (not a loss: the cost) */
 	uint64_t dropped_formats, dropped_cpus, stale_bytes;
 	uint64_t fr_dropped_pages;   /* --flight-recorder: the oldest pages, freed by the daemon */
+	uint64_t released_pages;     /* freed by the daemon near a disk bound once the live merge
+				      * had written them (cpuN.released): in the live output only */
 	uint64_t outside_window; /* converted times clamped into the session window */
 	uint64_t no_end_cpus;    /* spools without their end marker: shortfall unknown */
 	uint64_t tasks_not_kept; /* guest tasks over the task table's bound: not named */
