@@ -1,0 +1,57 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# A long flood with every default (issue 43): the real test guest floods its rings with markers
+# from FLOODS background workloads for SECONDS, then writes 300 numbered markers; stop is timed.
+# Reports what was spooled (the spools' sizes: every byte the guest sent), the session dir's peak
+# and final disk use (what the defaults kept on disk), the output's size, any "cut:" line, what
+# was freed from the spools behind the live merge, stop's wall time, the live merge's lag as
+# status showed it, and whether the 300 markers are in the output once each and in order.
+#   bench/flood-defaults.sh [SECONDS [FLOODS]]    (as root, after scripts/test built build/)
+# env START_ARGS: start options beside the defaults (e.g. '--max-size 2G' to see the bound act
+# sooner). A benchmark: it reports, it never fails on speed.
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+secs=${1:-20} floods=${2:-2}
+export VT_CACHE=${VT_CACHE:-$top/build/cache} VT_BUILD=$top/build
+export TRACE_COLLECTOR=$top/build/collector/trace-collector VT_SOURCE_ROOT=$top
+export VT_E2E_BOOT=$top/tests/e2e/boot VT_E2E_KERNEL=$top/build/tests/e2e/vmlinux
+export VT_E2E_INITRD=$top/build/tests/e2e/initramfs.cpio
+. "$top/tests/e2e/lib.sh"
+e2e_init flood-defaults
+
+apparent() { stat -c %s "$1"/*cpu*.spool 2>/dev/null | paste -sd+ | bc; }
+on_disk() { du -sB1 "$1" | cut -f1; }
+
+e2e_boot --timeout $((secs + 900)) || { echo "boot failed"; exit 1; }
+# shellcheck disable=SC2086 # START_ARGS: words
+sess=$(e2e_start ${START_ARGS:-}) || { echo "start failed: $sess"; exit 1; }
+for _ in $(seq "$floods"); do
+	e2e_say bgflood && e2e_wait '^vt-e2e: bgflood started' 30 || exit 1
+	sleep 0.5
+done
+t0=$(date +%s) peak=0 lag=0 last_noop=$t0
+while [ $(($(date +%s) - t0)) -lt "$secs" ]; do
+	sleep 5
+	du=$(on_disk "$sess")
+	[ "$du" -gt "$peak" ] && peak=$du
+	st=$(e2e_status 2>&1)
+	behind=$(sed -n 's/.* \([0-9.]*\) MB of guest pages still to merge.*/\1/p' <<<"$st")
+	[ -n "$behind" ] && awk -v a="$behind" -v b="$lag" 'BEGIN { exit !(a > b) }' && lag=$behind
+	echo "sample t=$(($(date +%s) - t0)) spooled=$(apparent "$sess") session_on_disk=$du to_merge_mb=${behind:-?} $(grep -E '^disk:' <<<"$st" | head -n 2 | tr '\n' ' ')"
+	grep -q '^state: tracing' <<<"$st" || { echo "the session is no longer tracing:"; echo "$st"; break; }
+	if [ $(($(date +%s) - last_noop)) -ge 60 ]; then e2e_say noop; last_noop=$(date +%s); fi
+done
+e2e_say bgstop; e2e_wait '^vt-e2e: bgflood stopped' 60
+e2e_run 300 || echo "markers: the workload failed"
+spooled=$(apparent "$sess")
+s0=$(date +%s.%N)
+sum=$(e2e_stop -o "$T/out.data" 2>&1); rc=$?
+sw=$(awk -v a="$s0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+echo "$sum" | grep -E '^(stopped|cut|disk|output|losses|missing|live)'
+cut=no; grep -q '^cut:' <<<"$sum" && cut=yes
+released=$(sed -n 's/^disk: \([0-9.]* [KMGT]iB\) of the spools freed.*/\1/p' <<<"$sum" | tr -d ' ')
+ok=no; e2e_markers "$T/out.data" 300 && ok=yes
+out=$(stat -c %s "$T/out.data" 2>/dev/null || du -sb "$T/out.data" | cut -f1)
+echo "RESULT secs=$secs floods=$floods spooled_bytes=$spooled session_peak_on_disk=$peak session_final_on_disk=$(on_disk "$sess") out_bytes=$out cut=$cut released=${released:-0} stop_rc=$rc stop_wall_s=$sw max_to_merge_mb=$lag markers_300_in_order=$ok start_args='${START_ARGS:-}'"
+rm -rf "$T/out.data"
+e2e_end
