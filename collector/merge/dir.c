@@ -157,7 +157,10 @@ static int dir_kcore(struct merge_vm *vm, const char *out)
 	if (snprintf(dst, sizeof(dst), "%s/kcore_dir__%llu/kallsyms", out,
 		     (unsigned long long)vm->guest.machine_pid) >= (int)sizeof(dst))
 		return -ENAMETOOLONG;
-	return util_write_file(dst, text, n, 0600);
+	if ((r = util_write_file(dst, text, n, 0600)) < 0)
+		return r;
+	vm->kcore_written = true; /* the summary names it */
+	return 0;
 }
 
 int merge_dir_finish(struct merge_ctx *m, const char *out)

@@ -224,16 +224,23 @@ static void summary_vm(const struct merge_ctx *m, const struct merge_vm *vm)
 /* The perf.data directory's parts: the data and each guest's kcore_dir. */
 static void summary_dir(const struct merge_ctx *m, const char *out)
 {
-	if (m->n_vm == 1) {
+	size_t kcores = 0;
+
+	for (size_t v = 0; v < m->n_vm; v++)
+		kcores += m->vm[v].kcore_written;
+	if (m->n_vm == 1 && kcores) {
 		printf("  output: a perf.data directory: %s/data and %s/kcore_dir__%" PRIu64 "/kallsyms (the guest's "
 		       "kernel symbols; perf -i %s reads both)\n", out, out, m->vm[0].guest.machine_pid, out);
 		return;
 	}
 	printf("  output: a perf.data directory: %s/data", out);
-	for (size_t v = 0; v < m->n_vm; v++)
-		if (m->vm[v].gp.present && m->vm[v].gp.ktext)
+	for (size_t v = 0; v < m->n_vm; v++) /* only what was written */
+		if (m->vm[v].kcore_written)
 			printf(", %s/kcore_dir__%" PRIu64 "/kallsyms (%s)", out, m->vm[v].guest.machine_pid, m->vm[v].name);
-	printf(" (each guest's kernel symbols, by its QEMU pid; perf -i %s reads them all)\n", out);
+	if (kcores)
+		printf(" (each guest's kernel symbols, by its QEMU pid; perf -i %s reads them all)\n", out);
+	else
+		printf(" (and %s/" GBIN_OUT_DIR "; no guest kernel symbols: perf -i %s reads it)\n", out, out);
 }
 
 static void summary(const struct merge_ctx *m, const char *out)
