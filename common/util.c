@@ -202,8 +202,21 @@ static bool util_beneath(const char *path)
 	return true;
 }
 
+/* Whether name in dirfd is a link of ours (root's) in a directory of ours no one else may write:
+ * one only we can have made (a snapshot dir's guest -> ../guest), followed like util_trusted_dir
+ * follows root's links; another user's link, or any link in another user's dir, is not. */
+static bool util_own_link(int dirfd, const char *name)
+{
+	struct stat d, l;
+	uid_t me = geteuid();
+
+	return fstat(dirfd, &d) == 0 && d.st_uid == me && !(d.st_mode & (S_IWGRP | S_IWOTH)) &&
+	       fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode) && l.st_uid == me;
+}
+
 /* O_PATH descriptor of path's last component below dirfd, every directory on the way opened
- * O_NOFOLLOW (a link anywhere is refused), the last one too (fstat tells a link). */
+ * O_NOFOLLOW (a link on the way is refused unless util_own_link), the last one too (fstat tells a
+ * link: never followed). */
 static int util_walk_beneath(int dirfd, const char *path, char *why, size_t whylen)
 {
 	_cleanup_close_ int cur = -1;
@@ -221,6 +234,8 @@ static int util_walk_beneath(int dirfd, const char *path, char *why, size_t whyl
 		memcpy(comp, c, l);
 		comp[l] = '\0';
 		fd = openat(cur >= 0 ? cur : dirfd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC | (*next ? O_DIRECTORY : 0));
+		if (fd < 0 && *next && (errno == ENOTDIR || errno == ELOOP) && util_own_link(cur >= 0 ? cur : dirfd, comp))
+			fd = openat(cur >= 0 ? cur : dirfd, comp, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
 			int r = -errno;
 

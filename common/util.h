@@ -58,7 +58,9 @@ int util_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, s
  * only if it is a regular file (a directory with O_DIRECTORY), never blocking on a FIFO and never
  * opening a device: the name is opened O_PATH, checked with fstat, then reopened by its
  * descriptor with O_NONBLOCK | O_NOCTTY | O_CLOEXEC. Relative to a directory fd, path must stay
- * beneath it (no leading '/', no ".."), and no link is followed on the way or at its end; with
+ * beneath it (no leading '/', no ".."), and no link is followed on the way (but our own link in
+ * our own directory no one else may write, such as a snapshot dir's guest -> ../guest) or at
+ * its end; with
  * AT_FDCWD (a path the user gave) links are followed. The new fd, or -errno with why set to a
  * predicate for a message ("DIR/cpu1.spool" + " is a FIFO, not a regular file"): -ENOENT when
  * it does not exist, -ELOOP a link, -EINVAL a FIFO, device or socket, -EPERM outside dirfd. */

@@ -233,8 +233,14 @@ TEST(open_input_regular_beneath)
 	CHECK_STR(why, "is a FIFO, not a regular file");
 	CHECK_INT(util_open_input(dfd, "link", O_RDONLY, why, sizeof(why)), ==, -ELOOP);
 	CHECK(strstr(why, "a symbolic link") != NULL);
-	CHECK_INT(util_open_input(dfd, "dlink/file", O_RDONLY, why, sizeof(why)), ==, -ENOTDIR);
-	CHECK(strstr(why, "dlink is not a directory") != NULL);
+	if (geteuid() == 0) { /* our own link in our own dir is followed (a snapshot's guest), another's not */
+		CHECK((fd = util_open_input(dfd, "dlink/file", O_RDONLY, why, sizeof(why))) >= 0);
+		close(fd);
+		snprintf(p, sizeof(p), "%s/dlink", base);
+		CHECK_INT(lchown(p, 65534, 65534), ==, 0);
+		CHECK_INT(util_open_input(dfd, "dlink/file", O_RDONLY, why, sizeof(why)), ==, -ENOTDIR);
+		CHECK(strstr(why, "dlink is not a directory") != NULL);
+	}
 	CHECK_INT(util_open_input(dfd, "sub/../sub/file", O_RDONLY, why, sizeof(why)), ==, -EPERM);
 	CHECK_INT(util_open_input(dfd, "/etc/passwd", O_RDONLY, why, sizeof(why)), ==, -EPERM);
 	CHECK_INT(util_open_input(dfd, "none", O_RDONLY, why, sizeof(why)), ==, -ENOENT);
