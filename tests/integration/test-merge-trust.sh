@@ -9,7 +9,8 @@
 #  c. a FIFO as host.data, one in place of cpu1.spool, and --host-data FIFO: the merge ends at
 #     once (timeout 20), naming the FIFO;
 #  d. the guest binary installed into OUT/buildids is root's, not a hard link to nobody's inode;
-#  e. the summary names OUT/kcore_dir__PID/kallsyms only when it was written.
+#  e. the summary names OUT/kcore_dir__PID/kallsyms only when it was written;
+#  f. a link of nobody's on the way to an input (guest -> elsewhere) is not followed.
 . "$(dirname "$0")/daemon-lib.sh"
 
 command -v perf >/dev/null || { fail "perf not installed (linux-perf): scripts/bootstrap installs it"; finish; exit 1; }
@@ -123,6 +124,15 @@ out=$(merge "$S" --host-data "$T/fifo" -o "$T/out-c3"); rc=$?
 check "c: --host-data FIFO: the merge ends, refusing ($rc)" test $rc -ne 124 -a $rc -ne 0
 grep -q "$T/fifo is a FIFO, not a regular file" <<<"$out" && ok "c: the --host-data FIFO is named" ||
 	fail "c: --host-data FIFO: $out"
+
+# ---- f. a link of nobody's on the way (guest -> elsewhere) is not followed ----
+F=$(handed f)
+as_nobody mv "$F/guest" "$T/att/elsewhere"
+as_nobody ln -s "$T/att/elsewhere" "$F/guest"
+out=$(merge "$F" -o "$T/out-f"); rc=$?
+check "f: the merge ends ($rc)" test $rc -ne 124
+grep -q "$F/guest/events/header_page cannot be reached: guest is not a directory (a link is not followed)" <<<"$out" &&
+	ok "f: nobody's link guest is refused, named" || fail "f: link: $out"
 
 # ---- root's own session dir: its session.ini is still followed ----
 cp -a "$S" "$T/own"
