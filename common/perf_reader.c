@@ -202,16 +202,30 @@ int perf_reader_open(const char *path, struct perf_reader **ret, char *err, size
  * again at exit; in between the data section grows at the end of the file. */
 int perf_reader_open_follow(const char *path, struct perf_reader **ret, char *err, size_t errlen)
 {
+	int fd = open(path, O_RDONLY | O_CLOEXEC), q;
+
+	if (fd < 0) {
+		q = -errno;
+		snprintf(err, errlen, "cannot open: %s", strerror(errno));
+		return q;
+	}
+	if ((q = perf_reader_open_follow_fd(fd, ret, err, errlen)) < 0)
+		close(fd);
+	return q;
+}
+
+int perf_reader_open_follow_fd(int fd, struct perf_reader **ret, char *err, size_t errlen)
+{
 	struct perf_reader *r = calloc(1, sizeof(*r));
 	struct stat st;
 	int q;
 
 	if (!r)
 		return -ENOMEM;
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0 || fstat(r->fd, &st) < 0) {
+	r->fd = fd;
+	if (fstat(r->fd, &st) < 0) {
 		q = -errno;
-		snprintf(err, errlen, "cannot open: %s", strerror(errno));
+		snprintf(err, errlen, "cannot stat: %s", strerror(errno));
 		goto fail_free;
 	}
 	r->file_size = (uint64_t)st.st_size;
@@ -230,6 +244,7 @@ int perf_reader_open_follow(const char *path, struct perf_reader **ret, char *er
 	*ret = r;
 	return 0;
 fail_free:
+	r->fd = -1; /* the caller's, on failure */
 	perf_reader_free(r);
 	return q;
 }

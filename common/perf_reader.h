@@ -31,6 +31,8 @@ void perf_reader_free(struct perf_reader *r);
  * waits for the rest). perf_reader_finish, once perf has exited, reads the final header and the
  * feature table: the data then ends where perf says. */
 int perf_reader_open_follow(const char *path, struct perf_reader **ret, char *err, size_t errlen);
+/* The same on fd (the reader's on success, the caller's on failure, as perf_reader_open_fd). */
+int perf_reader_open_follow_fd(int fd, struct perf_reader **ret, char *err, size_t errlen);
 void perf_reader_set_end(struct perf_reader *r, uint64_t end);
 int perf_reader_finish(struct perf_reader *r, char *err, size_t errlen);
 /* File offset up to which bytes were read (a record cut at the end waits in the buffer). */

@@ -126,14 +126,12 @@ ssize_t util_xfer_step(ssize_t n)
 	return -errno;
 }
 
-int util_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len)
+/* The whole of fd, at most max bytes (NUL-terminated copy); -EFBIG past max. */
+static int util_read_fd(int fd, size_t max, char **ret_buf, size_t *ret_len)
 {
-	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
 	_cleanup_free_ char *buf = NULL;
 	size_t cap = 4096, len = 0;
 
-	if (fd < 0)
-		return -errno;
 	/* tracefs files report size 0: grow as we read, never past max. */
 	for (;;) {
 		ssize_t n;
@@ -169,6 +167,141 @@ int util_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, s
 	if (ret_len)
 		*ret_len = len;
 	return 0;
+}
+
+int util_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return util_read_fd(fd, max, ret_buf, ret_len);
+}
+
+/* What a file that is not the kind wanted is, for a message. */
+static const char *util_kind(mode_t mode)
+{
+	return S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device" :
+	       S_ISSOCK(mode) ? "a socket" : S_ISLNK(mode) ? "a symbolic link" : S_ISDIR(mode) ? "a directory" :
+	       S_ISREG(mode) ? "a regular file" : "a special file";
+}
+
+/* Whether path, relative, stays beneath its directory: no leading '/', no ".." component. */
+static bool util_beneath(const char *path)
+{
+	if (path[0] == '/' || !path[0])
+		return false;
+	for (const char *c = path; *c;) {
+		size_t l = strcspn(c, "/");
+
+		if (l == 2 && c[0] == '.' && c[1] == '.')
+			return false;
+		c += l;
+		c += strspn(c, "/");
+	}
+	return true;
+}
+
+/* Whether name in dirfd is a link of ours (root's) in a directory of ours no one else may write:
+ * one only we can have made (a snapshot dir's guest -> ../guest), followed like util_trusted_dir
+ * follows root's links; another user's link, or any link in another user's dir, is not. */
+static bool util_own_link(int dirfd, const char *name)
+{
+	struct stat d, l;
+	uid_t me = geteuid();
+
+	return fstat(dirfd, &d) == 0 && d.st_uid == me && !(d.st_mode & (S_IWGRP | S_IWOTH)) &&
+	       fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode) && l.st_uid == me;
+}
+
+/* O_PATH descriptor of path's last component below dirfd, every directory on the way opened
+ * O_NOFOLLOW (a link on the way is refused unless util_own_link), the last one too (fstat tells a
+ * link: never followed). */
+static int util_walk_beneath(int dirfd, const char *path, char *why, size_t whylen)
+{
+	_cleanup_close_ int cur = -1;
+	char comp[NAME_MAX + 1];
+
+	for (const char *c = path + strspn(path, "/");;) {
+		size_t l = strcspn(c, "/");
+		const char *next = c + l + strspn(c + l, "/");
+		int fd;
+
+		if (l > NAME_MAX) {
+			snprintf(why, whylen, "has a component longer than %d bytes", NAME_MAX);
+			return -ENAMETOOLONG;
+		}
+		memcpy(comp, c, l);
+		comp[l] = '\0';
+		fd = openat(cur >= 0 ? cur : dirfd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC | (*next ? O_DIRECTORY : 0));
+		if (fd < 0 && *next && (errno == ENOTDIR || errno == ELOOP) && util_own_link(cur >= 0 ? cur : dirfd, comp))
+			fd = openat(cur >= 0 ? cur : dirfd, comp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			int r = -errno;
+
+			if (*next && (r == -ENOTDIR || r == -ELOOP))
+				snprintf(why, whylen, "cannot be reached: %.*s is not a directory (a link is not followed)",
+					 (int)(c + l - path), path);
+			else
+				snprintf(why, whylen, "cannot be opened: %s", strerror(-r));
+			return r;
+		}
+		if (cur >= 0)
+			close(cur);
+		cur = fd;
+		if (!*next)
+			return TAKE_FD(cur);
+		c = next;
+	}
+}
+
+int util_open_input(int dirfd, const char *path, int flags, char *why, size_t whylen)
+{
+	bool want_dir = flags & O_DIRECTORY;
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int r;
+
+	why[0] = '\0';
+	if (dirfd != AT_FDCWD && !util_beneath(path)) {
+		snprintf(why, whylen, "leads outside its directory (an absolute path or '..'): not read");
+		return -EPERM;
+	}
+	fd = dirfd == AT_FDCWD ? open(path, O_PATH | O_CLOEXEC) : util_walk_beneath(dirfd, path, why, whylen);
+	if (fd < 0) {
+		r = dirfd == AT_FDCWD ? -errno : fd;
+		if (dirfd == AT_FDCWD)
+			snprintf(why, whylen, "cannot be opened: %s", strerror(-r));
+		return r;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		snprintf(why, whylen, "cannot be examined: %s", strerror(-r));
+		return r;
+	}
+	if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+		snprintf(why, whylen, "is %s, not a %s%s", util_kind(st.st_mode), want_dir ? "directory" : "regular file",
+			 S_ISLNK(st.st_mode) ? " (a link is not followed)" : "");
+		return S_ISLNK(st.st_mode) ? -ELOOP : want_dir ? -ENOTDIR : S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	}
+	/* the inode checked, opened for reading by its descriptor: no path is looked up again */
+	r = util_reopen(fd, (flags & ~O_NOFOLLOW) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (r < 0)
+		snprintf(why, whylen, "cannot be opened: %s", strerror(-r));
+	return r;
+}
+
+int util_read_input_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len, char *why,
+		       size_t whylen)
+{
+	_cleanup_close_ int fd = util_open_input(dirfd, path, O_RDONLY, why, whylen);
+	int r;
+
+	if (fd < 0)
+		return fd;
+	if ((r = util_read_fd(fd, max, ret_buf, ret_len)) < 0)
+		snprintf(why, whylen, "cannot be read: %s", r == -EFBIG ? "larger than the bound" : strerror(-r));
+	return r;
 }
 
 int util_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len)

@@ -54,6 +54,20 @@ void util_buf_put(struct util_buf *b, const void *d, size_t n);
 int util_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len);
 /* Same, relative to a directory fd. */
 int util_read_file_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len);
+/* An input file opened for reading (flags: O_RDONLY, maybe O_DIRECT; O_DIRECTORY for a directory)
+ * only if it is a regular file (a directory with O_DIRECTORY), never blocking on a FIFO and never
+ * opening a device: the name is opened O_PATH, checked with fstat, then reopened by its
+ * descriptor with O_NONBLOCK | O_NOCTTY | O_CLOEXEC. Relative to a directory fd, path must stay
+ * beneath it (no leading '/', no ".."), and no link is followed on the way (but our own link in
+ * our own directory no one else may write, such as a snapshot dir's guest -> ../guest) or at
+ * its end; with
+ * AT_FDCWD (a path the user gave) links are followed. The new fd, or -errno with why set to a
+ * predicate for a message ("DIR/cpu1.spool" + " is a FIFO, not a regular file"): -ENOENT when
+ * it does not exist, -ELOOP a link, -EINVAL a FIFO, device or socket, -EPERM outside dirfd. */
+int util_open_input(int dirfd, const char *path, int flags, char *why, size_t whylen);
+/* util_read_file_at through util_open_input (why as there). */
+int util_read_input_at(int dirfd, const char *path, size_t max, char **ret_buf, size_t *ret_len, char *why,
+		       size_t whylen);
 /* The file open as fd, opened again with flags (by /proc/self/fd: the same inode, whatever its
  * path names now); the new fd or -errno. */
 int util_reopen(int fd, int flags);

@@ -205,3 +205,54 @@ TEST(mkdir_p_refuses_other_users_link)
 	unlink(link);
 	rmdir(base);
 }
+
+/* An input is read only as a regular file beneath its directory: a FIFO, a link (on the way or
+ * at the end), an absolute path or ".." is refused at once, named; nothing blocks. */
+TEST(open_input_regular_beneath)
+{
+	char base[] = "/tmp/vt-test-input-XXXXXX", p[96], why[256];
+	_cleanup_free_ char *text = NULL;
+	int dfd, fd;
+
+	CHECK(mkdtemp(base) != NULL);
+	snprintf(p, sizeof(p), "%s/sub", base);
+	CHECK_INT(mkdir(p, 0700), ==, 0);
+	snprintf(p, sizeof(p), "%s/sub/file", base);
+	CHECK_INT(util_write_file(p, "abc", 3, 0600), ==, 0);
+	snprintf(p, sizeof(p), "%s/fifo", base);
+	CHECK_INT(mkfifo(p, 0600), ==, 0);
+	snprintf(p, sizeof(p), "%s/link", base);
+	CHECK_INT(symlink("sub/file", p), ==, 0);
+	snprintf(p, sizeof(p), "%s/dlink", base);
+	CHECK_INT(symlink("sub", p), ==, 0);
+	dfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK(dfd >= 0);
+	CHECK_INT(util_read_input_at(dfd, "sub/file", 16, &text, NULL, why, sizeof(why)), ==, 0);
+	CHECK_STR(text, "abc");
+	CHECK_INT(util_open_input(dfd, "fifo", O_RDONLY, why, sizeof(why)), ==, -EINVAL);
+	CHECK_STR(why, "is a FIFO, not a regular file");
+	CHECK_INT(util_open_input(dfd, "link", O_RDONLY, why, sizeof(why)), ==, -ELOOP);
+	CHECK(strstr(why, "a symbolic link") != NULL);
+	if (geteuid() == 0) { /* our own link in our own dir is followed (a snapshot's guest), another's not */
+		CHECK((fd = util_open_input(dfd, "dlink/file", O_RDONLY, why, sizeof(why))) >= 0);
+		close(fd);
+		snprintf(p, sizeof(p), "%s/dlink", base);
+		CHECK_INT(lchown(p, 65534, 65534), ==, 0);
+		CHECK_INT(util_open_input(dfd, "dlink/file", O_RDONLY, why, sizeof(why)), ==, -ENOTDIR);
+		CHECK(strstr(why, "dlink is not a directory") != NULL);
+	}
+	CHECK_INT(util_open_input(dfd, "sub/../sub/file", O_RDONLY, why, sizeof(why)), ==, -EPERM);
+	CHECK_INT(util_open_input(dfd, "/etc/passwd", O_RDONLY, why, sizeof(why)), ==, -EPERM);
+	CHECK_INT(util_open_input(dfd, "none", O_RDONLY, why, sizeof(why)), ==, -ENOENT);
+	CHECK_INT(util_open_input(dfd, "sub", O_RDONLY, why, sizeof(why)), ==, -EISDIR);
+	CHECK((fd = util_open_input(dfd, "sub", O_RDONLY | O_DIRECTORY, why, sizeof(why))) >= 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/fifo", base);
+	CHECK_INT(util_open_input(AT_FDCWD, p, O_RDONLY, why, sizeof(why)), ==, -EINVAL); /* a user's path too */
+	snprintf(p, sizeof(p), "%s/link", base);
+	CHECK((fd = util_open_input(AT_FDCWD, p, O_RDONLY, why, sizeof(why))) >= 0); /* the user's link is followed */
+	close(fd);
+	close(dfd);
+	snprintf(p, sizeof(p), "rm -rf %s", base);
+	CHECK_INT(system(p), ==, 0);
+}

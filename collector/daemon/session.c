@@ -182,8 +182,11 @@ static int ini_load(const char *dir, char **ret)
 {
 	char path[PATH_MAX + 16];
 
+	char why[200];
+
+	/* a regular file only: a FIFO planted as session.ini does not hold the command */
 	snprintf(path, sizeof(path), "%s/session.ini", dir);
-	return util_read_file(path, INI_MAX, ret, NULL);
+	return util_read_input_at(AT_FDCWD, path, INI_MAX, ret, NULL, why, sizeof(why));
 }
 
 /* Finds "key=" at a line start; returns the value start or NULL. */

@@ -137,17 +137,19 @@ int merge_dir_prepare(struct merge_ctx *m, const char *out, char *data, size_t l
 }
 
 /* OUT/kcore_dir__<its qemu pid>/kallsyms from a VM's session dir. */
-static int dir_kcore(const struct merge_vm *vm, const char *out)
+static int dir_kcore(struct merge_vm *vm, const char *out)
 {
 	_cleanup_free_ char *text = NULL;
-	char src[PATH_MAX], dst[PATH_MAX];
+	_cleanup_close_ int dfd = -1;
+	char dst[PATH_MAX];
 	size_t n;
 	int r;
 
 	if (!vm->gp.present || !vm->gp.ktext)
 		return 0;
-	snprintf(src, sizeof(src), "%s/guest/kallsyms", vm->dir);
-	if ((r = util_read_file(src, KALLSYMS_MAX, &text, &n)) < 0)
+	if ((dfd = merge_input_dir(&vm->guest, vm->dir)) < 0)
+		return dfd;
+	if ((r = merge_input_read(dfd, vm->dir, "guest/kallsyms", KALLSYMS_MAX, &text, &n)) < 0)
 		return r;
 	snprintf(dst, sizeof(dst), "%s/kcore_dir__%llu", out, (unsigned long long)vm->guest.machine_pid);
 	if (mkdir(dst, 0700) < 0 && errno != EEXIST)
@@ -155,7 +157,10 @@ static int dir_kcore(const struct merge_vm *vm, const char *out)
 	if (snprintf(dst, sizeof(dst), "%s/kcore_dir__%llu/kallsyms", out,
 		     (unsigned long long)vm->guest.machine_pid) >= (int)sizeof(dst))
 		return -ENAMETOOLONG;
-	return util_write_file(dst, text, n, 0600);
+	if ((r = util_write_file(dst, text, n, 0600)) < 0)
+		return r;
+	vm->kcore_written = true; /* the summary names it */
+	return 0;
 }
 
 int merge_dir_finish(struct merge_ctx *m, const char *out)

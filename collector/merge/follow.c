@@ -138,7 +138,7 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 		_cleanup_free_ char *ini = NULL;
 		const char *v;
 
-		if (util_read_file_at(f->dfd, "session.ini", 1 << 16, &ini, NULL) == 0 &&
+		if (merge_input_read(f->dfd, f->session_dir, "session.ini", 1 << 16, &ini, NULL) == 0 &&
 		    (v = strstr(ini, "\nstopped_mono_ns=")))
 			m->vm[0].guest.stopped_ns = strtoull(v + 17, NULL, 10); /* the window closes at stop */
 		clock_apply_free(&m->vm[0].guest.clock);

@@ -290,40 +290,92 @@ bool merge_gbin_cached(const char *bdir, const uint8_t *id, size_t len)
 	return access(path, R_OK) == 0;
 }
 
-static int gbin_copy(const char *from, const char *to)
+/* The directory bdir/rel, each component made (0755) with mkdirat relative to the one above and
+ * opened O_NOFOLLOW: nothing in the cache is reached through a link. Its fd or -errno. */
+static int gbin_mkdirs_at(int base, const char *rel)
 {
-	_cleanup_free_ char *data = NULL;
-	size_t len;
-	int r = util_read_file(from, VT_BINARY_MAX, &data, &len);
+	_cleanup_close_ int cur = fcntl(base, F_DUPFD_CLOEXEC, 3);
+	char comp[NAME_MAX + 1];
 
-	return r < 0 ? r : util_write_file(to, data, len, 0644);
+	if (cur < 0)
+		return -errno;
+	for (const char *c = rel + strspn(rel, "/"); *c; c += strspn(c, "/")) {
+		size_t l = strcspn(c, "/");
+		int fd;
+
+		if (l > NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(comp, c, l);
+		comp[l] = '\0';
+		if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		if ((fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			return -errno;
+		close(cur);
+		cur = fd;
+		c += l;
+	}
+	return TAKE_FD(cur);
 }
 
-/* perf buildid-cache's layout: BDIR/PATH/HEX/elf and BDIR/.build-id/xx/rest -> ../../PATH/HEX. */
-int merge_gbin_install(const char *bdir, const char *path, const uint8_t *id, size_t len, const char *file)
+/* dirfd/elf from the binary open as src (its build-id checked on src): a hard link only to an
+ * inode of this user's that no one else may write; else a copy (mode at most 0644, and no more
+ * than src's), checked again after it was written, so that what the cache holds is what was
+ * checked even if src's owner rewrote it meanwhile. 0 (there already too) or -errno. */
+static int gbin_place(int dirfd, int src, const struct stat *sb, const uint8_t *id, size_t len)
 {
-	char hex[2 * ELF_NOTES_BUILD_ID_MAX + 1], dir[PATH_MAX], elf[PATH_MAX + 8], lnk[PATH_MAX], target[PATH_MAX];
+	uint8_t got[ELF_NOTES_BUILD_ID_MAX];
+	_cleanup_close_ int fd = -1;
+	char proc[48];
+	size_t n = 0;
+	int r;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", src);
+	if (sb->st_uid == geteuid() && !(sb->st_mode & (S_IWGRP | S_IWOTH)) &&
+	    (linkat(AT_FDCWD, proc, dirfd, "elf", AT_SYMLINK_FOLLOW) == 0 || errno == EEXIST))
+		return 0;
+	fd = openat(dirfd, "elf", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, sb->st_mode & 0644);
+	if (fd < 0)
+		return errno == EEXIST ? 0 : -errno;
+	r = util_copy_range(src, fd, 0, (uint64_t)sb->st_size);
+	if (r == 0 && (elf_file_build_id_fd(fd, (uint64_t)sb->st_size, got, &n) < 0 || n != len || memcmp(got, id, n)))
+		r = -ESTALE;
+	if (r < 0)
+		unlinkat(dirfd, "elf", 0);
+	return r;
+}
+
+/* perf buildid-cache's layout: BDIR/PATH/HEX/elf and BDIR/.build-id/xx/rest -> ../../PATH/HEX,
+ * all made relative to BDIR's descriptor (mkdirat, O_NOFOLLOW, O_EXCL: no link followed). */
+int merge_gbin_install(const char *bdir, const char *path, const uint8_t *id, size_t len, int fd)
+{
+	char hex[2 * ELF_NOTES_BUILD_ID_MAX + 1], rel[PATH_MAX], target[PATH_MAX];
+	_cleanup_close_ int base = -1, dir = -1, xx = -1;
+	struct stat sb;
 	int r;
 
 	if (!merge_gbin_path_ok(path) || len == 0 || len > ELF_NOTES_BUILD_ID_MAX)
 		return -EINVAL;
 	if (merge_gbin_cached(bdir, id, len))
 		return 0;
+	if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return -EBADF;
 	merge_gbin_hex(id, len, hex);
-	if ((size_t)snprintf(dir, sizeof(dir), "%s%s/%s", bdir, path, hex) >= sizeof(dir))
+	if ((size_t)snprintf(rel, sizeof(rel), "%s/%s", path, hex) >= sizeof(rel))
 		return -ENAMETOOLONG;
-	snprintf(elf, sizeof(elf), "%s/elf", dir);
-	gbin_link(bdir, id, len, lnk, sizeof(lnk));
 	snprintf(target, sizeof(target), "../..%s/%s", path, hex);
-	if ((r = util_mkdir_p(dir, 0755)) < 0)
+	if ((r = util_mkdir_p(bdir, 0755)) < 0)
 		return r;
-	if (link(file, elf) < 0 && errno != EEXIST && (r = gbin_copy(file, elf)) < 0)
+	if ((base = open(bdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	if ((dir = gbin_mkdirs_at(base, rel)) < 0)
+		return dir;
+	if ((r = gbin_place(dir, fd, &sb, id, len)) < 0)
 		return r;
-	*strrchr(lnk, '/') = '\0'; /* BDIR/.build-id/xx */
-	if ((r = util_mkdir_p(lnk, 0755)) < 0)
-		return r;
-	lnk[strlen(lnk)] = '/';
-	if (symlink(target, lnk) < 0 && errno != EEXIST)
+	snprintf(rel, sizeof(rel), ".build-id/%.2s", hex);
+	if ((xx = gbin_mkdirs_at(base, rel)) < 0)
+		return xx;
+	if (symlinkat(target, xx, hex + 2) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
 }
@@ -353,7 +405,8 @@ static int gbin_unhex(const char *hex, uint8_t *id, size_t *ret_len)
 static bool gbin_host_file_has(const char *path, const uint8_t *id, size_t len)
 {
 	uint8_t hid[ELF_NOTES_BUILD_ID_MAX];
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	char why[128];
+	_cleanup_close_ int fd = util_open_input(AT_FDCWD, path, O_RDONLY, why, sizeof(why)); /* no device opened */
 	struct stat st;
 	size_t n = 0;
 
@@ -369,15 +422,16 @@ static int gbin_settle_one(int dfd, const struct gbin_settled *st, const struct 
 	uint8_t want[ELF_NOTES_BUILD_ID_MAX], id[ELF_NOTES_BUILD_ID_MAX];
 	size_t wl = 0, n = 0;
 	_cleanup_close_ int fd = -1;
-	char file[PATH_MAX + 64];
+	char bdir[PATH_MAX + 16];
 	struct stat sb;
 	int r;
 
 	if (gbin_unhex(hex, want, &wl) < 0 || !merge_gbin_path_ok(path))
 		return -EINVAL;
-	fd = openat(dfd, hex, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	snprintf(bdir, sizeof(bdir), "%s/binaries", dir);
+	fd = merge_input_open(dfd, bdir, hex, O_RDONLY); /* a regular file, no link; installed from fd */
 	if (fd < 0 || fstat(fd, &sb) < 0)
-		return -errno;
+		return fd < 0 ? fd : -errno;
 	if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > VT_BINARY_MAX)
 		return -EINVAL;
 	if ((r = elf_file_build_id_fd(fd, (uint64_t)sb.st_size, id, &n)) < 0)
@@ -388,49 +442,51 @@ static int gbin_settle_one(int dfd, const struct gbin_settled *st, const struct 
 		return -EEXIST;
 	if (st->trusted && merge_gbin_cached(st->bdir, id, n))
 		return 1;
-	snprintf(file, sizeof(file), "%s/binaries/%s", dir, hex);
-	return merge_gbin_install(st->bdir, path, id, n, file);
+	return merge_gbin_install(st->bdir, path, id, n, fd);
 }
 
-/* session.ini's value of key (bare "key=" lines), or "" */
-static void gbin_session_get(const char *dir, const char *key, char *buf, size_t size)
+void merge_gbin_session_get(const char *dir, const char *key, char *buf, size_t size)
 {
 	_cleanup_free_ char *ini = NULL;
-	char path[PATH_MAX + 16], pat[64];
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char pat[64];
 	const char *p;
 
 	buf[0] = '\0';
-	snprintf(path, sizeof(path), "%s/session.ini", dir);
 	snprintf(pat, sizeof(pat), "\n%s=", key);
-	if (util_read_file(path, 1u << 20, &ini, NULL) == 0 && (p = strstr(ini, pat)))
+	if (dfd >= 0 && merge_input_read(dfd, dir, "session.ini", 1u << 20, &ini, NULL) == 0 && (p = strstr(ini, pat)))
 		snprintf(buf, size, "%.*s", (int)strcspn(p + strlen(pat), "\n"), p + strlen(pat));
 }
 
-bool merge_gbin_trusted(const char *dir, bool opt)
+bool merge_gbin_trusted(const char *dir, bool opt, bool ini)
 {
 	char v[16];
 
-	gbin_session_get(dir, "opt_trust_guest_binaries", v, sizeof(v));
-	return opt || !strcmp(v, "1");
+	if (opt || !ini)
+		return opt;
+	merge_gbin_session_get(dir, "opt_trust_guest_binaries", v, sizeof(v));
+	return !strcmp(v, "1");
 }
 
-/* Trusted: session.ini's buildid_dir (where the daemon looked), else $HOME/.debug. */
-static void gbin_session_bdir(const char *dir, char *buf, size_t size)
+/* Trusted: session.ini's buildid_dir (where the daemon looked) when ini may say, else $HOME/.debug. */
+static void gbin_session_bdir(const char *dir, bool ini, char *buf, size_t size)
 {
-	gbin_session_get(dir, "buildid_dir", buf, size);
+	buf[0] = '\0';
+	if (ini)
+		merge_gbin_session_get(dir, "buildid_dir", buf, size);
 	if (buf[0] != '/')
 		merge_gbin_default_dir(buf, size);
 }
 
-/* SESSION/binaries/index, or -ENOENT. */
+/* SESSION/binaries (a directory, no link) and its index, or -ENOENT. */
 static int gbin_index(const char *dir, int *ret_dfd, char **ret_text)
 {
-	char path[PATH_MAX + 16];
-	int dfd;
+	_cleanup_close_ int sdfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = sdfd < 0 ? -1 : merge_input_open(sdfd, dir, "binaries", O_RDONLY | O_DIRECTORY);
+	char bdir[PATH_MAX + 16];
 
-	snprintf(path, sizeof(path), "%s/binaries", dir);
-	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || util_read_file_at(dfd, "index", 16u << 20, ret_text, NULL) < 0) {
+	snprintf(bdir, sizeof(bdir), "%s/binaries", dir);
+	if (dfd < 0 || merge_input_read(dfd, bdir, "index", 16u << 20, ret_text, NULL) < 0) {
 		if (dfd >= 0)
 			close(dfd);
 		return -ENOENT;
@@ -477,17 +533,17 @@ static void gbin_settle_line(struct gbin_settled *st, int dfd, const struct gbin
 	}
 }
 
-int merge_gbin_settle(const char *dir, const char *out_dir, bool trust, const struct gbin_host *host,
+int merge_gbin_settle(const char *dir, const char *out_dir, unsigned trust, const struct gbin_host *host,
 		      struct gbin_settled *ret)
 {
 	_cleanup_free_ char *text = NULL;
 	_cleanup_close_ int dfd = -1;
 
-	*ret = (struct gbin_settled){ .trusted = trust };
+	*ret = (struct gbin_settled){ .trusted = trust != GBIN_INTO_OUTPUT };
 	if (gbin_index(dir, &dfd, &text) < 0)
 		return -ENOENT;
-	if (trust)
-		gbin_session_bdir(dir, ret->bdir, sizeof(ret->bdir));
+	if (trust != GBIN_INTO_OUTPUT)
+		gbin_session_bdir(dir, trust == GBIN_TRUST_SESSION, ret->bdir, sizeof(ret->bdir));
 	else if (out_dir)
 		snprintf(ret->bdir, sizeof(ret->bdir), "%s/" GBIN_OUT_DIR, out_dir);
 	for (char *line = text, *next; *line; line = next) {

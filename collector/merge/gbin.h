@@ -36,9 +36,12 @@ bool merge_gbin_path_ok(const char *path);
 void merge_gbin_hex(const uint8_t *id, size_t len, char *out);
 /* Whether perf's build-id cache at bdir holds build-id id. */
 bool merge_gbin_cached(const char *bdir, const uint8_t *id, size_t len);
-/* Places file (a guest binary whose build-id was checked) in the cache at bdir as the guest's
- * path, the layout 'perf buildid-cache --add' writes; 0 when it is there already. */
-int merge_gbin_install(const char *bdir, const char *path, const uint8_t *id, size_t len, const char *file);
+/* Places the guest binary open as fd (its build-id checked on fd) in the cache at bdir as the
+ * guest's path, the layout 'perf buildid-cache --add' writes; 0 when it is there already. From fd
+ * only, never by a path: a hard link when fd's inode is this user's and no one else may write it,
+ * else a copy (mode at most 0644) whose build-id is checked again; every directory made with
+ * mkdirat below bdir's descriptor, nothing followed. */
+int merge_gbin_install(const char *bdir, const char *path, const uint8_t *id, size_t len, int fd);
 /* perf's default cache: $HOME/.debug. */
 void merge_gbin_default_dir(char *buf, size_t size);
 
@@ -78,15 +81,25 @@ struct gbin_settled {
 /* The merge's part: every binary SESSION/binaries/index lists as fetched, checked again and
  * placed in a build-id cache: OUT/buildids (out_dir, a perf.data directory; NULL: nowhere, pipe
  * output), or with trust (the merge's --trust-guest-binaries or session.ini
- * opt_trust_guest_binaries=1) perf's own cache (session.ini buildid_dir, else $HOME/.debug). A
+ * opt_trust_guest_binaries=1) perf's own cache (GBIN_TRUST_SESSION: session.ini buildid_dir, else
+ * $HOME/.debug). A
  * build-id the host holds (host: host.data's and its files'; in the user's cache, one there
  * already) is never placed: counted in host_ids. -ENOENT when the session fetched none (no guest
  * perf, or --no-guest-binaries). */
-int merge_gbin_settle(const char *dir, const char *out_dir, bool trust, const struct gbin_host *host,
+enum {
+	GBIN_INTO_OUTPUT = 0,   /* OUT/buildids */
+	GBIN_TRUST_SESSION = 1, /* perf's cache: session.ini's buildid_dir, else $HOME/.debug */
+	GBIN_TRUST_HOME = 2,    /* perf's cache, $HOME/.debug: session.ini not asked (vm.c: input only) */
+};
+int merge_gbin_settle(const char *dir, const char *out_dir, unsigned trust, const struct gbin_host *host,
 		      struct gbin_settled *ret);
 /* Whether SESSION/binaries/index lists a fetched binary (the output then is a directory). */
 bool merge_gbin_any(const char *dir);
-/* Whether the merge of session dir places guest binaries in the user's cache. */
-bool merge_gbin_trusted(const char *dir, bool opt);
+/* Whether the merge of session dir places guest binaries in the user's cache: opt
+ * (--trust-guest-binaries), or, when ini (a dir the merge trusts), session.ini's
+ * opt_trust_guest_binaries=1. */
+bool merge_gbin_trusted(const char *dir, bool opt, bool ini);
+/* session.ini's value of key in dir ("" when absent), read as an input (input.c). */
+void merge_gbin_session_get(const char *dir, const char *key, char *buf, size_t size);
 /* Removes OUT/buildids as the merge wrote it (directories, files, symlinks; nothing followed). */
 int merge_gbin_remove_dir(int parent_fd, const char *name);

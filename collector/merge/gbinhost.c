@@ -150,6 +150,7 @@ void merge_gbin_host_resolve(struct gbin_host *h)
 		uint8_t id[ELF_NOTES_BUILD_ID_MAX];
 		size_t n = 0;
 		struct stat st;
+		char why[128];
 		int fd;
 
 		if (w && !strcmp(h->paths[w - 1], h->paths[i])) {
@@ -161,7 +162,9 @@ void merge_gbin_host_resolve(struct gbin_host *h)
 			h->overflow++;
 			continue;
 		}
-		fd = open(h->paths[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		/* host.data names them (another user's, in a dir merged as input): a regular file
+		 * only, a device is never opened (util_open_input looks with O_PATH first) */
+		fd = util_open_input(AT_FDCWD, h->paths[i], O_RDONLY, why, sizeof(why));
 		if (fd < 0)
 			continue;
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&

@@ -115,7 +115,7 @@ static void gp_side_open(struct merge_gperf *gp, struct merge_guest *g, int dfd,
 	int fd;
 
 	snprintf(name, sizeof(name), "perf-cpu%u.side", c->cpu);
-	if ((fd = openat(dfd, name, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((fd = merge_input_open(dfd, g->dir, name, O_RDONLY)) < 0)
 		return;
 	end = pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) ? le64toh(h.hole_end) : 0;
 	if (le64toh(h.magic) != VT_PERF_SIDE_MAGIC || le64toh(h.session_id) != g->session_id ||
@@ -157,9 +157,9 @@ static int gp_open_cpu(struct merge_gperf *gp, struct merge_guest *g, int dfd, s
 	char name[48];
 
 	snprintf(name, sizeof(name), "perf-cpu%u.spool", c->cpu);
-	c->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+	c->fd = merge_input_open(dfd, g->dir, name, O_RDONLY);
 	if (c->fd < 0)
-		return -errno;
+		return c->fd;
 	c->cap = MAX(GP_BUF_MIN, 2 * g->page_size);
 	c->buf = malloc(c->cap);
 	c->rec = malloc(GP_REC_MAX);
@@ -182,10 +182,10 @@ int merge_gperf_load(struct merge_gperf *gp, struct merge_guest *g, const char *
 		gp->why = "session.ini's guest_perf names no known perf event";
 		return 0;
 	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = merge_input_dir(g, dir);
 	gp->cpus = calloc(g->ncpus, sizeof(*gp->cpus));
 	if (dfd < 0 || !gp->cpus)
-		return dfd < 0 ? -errno : -ENOMEM;
+		return dfd < 0 ? dfd : -ENOMEM;
 	gp->ncpus_total = g->ncpus;
 	gp->ktext = g->gsym ? g->gsym->ktext : 0; /* merge_gsym_load, before */
 	/* perf stamps with mono; beside another trace clock the probes read mono too */

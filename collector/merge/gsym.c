@@ -337,11 +337,10 @@ static bool gsym_hex16(const char *l, uint64_t *ret)
 void merge_gsym_load(struct merge_guest *g, const char *dir)
 {
 	struct gsym_table *s = calloc(1, sizeof(*s));
-	char path[PATH_MAX + 32];
+	_cleanup_close_ int dfd = merge_input_dir(g, dir);
 	size_t cap = 0, len;
 
-	snprintf(path, sizeof(path), "%s/guest/kallsyms", dir);
-	if (!s || util_read_file(path, 64u << 20, &s->text, &len) < 0) {
+	if (!s || dfd < 0 || merge_input_read(dfd, dir, "guest/kallsyms", 64u << 20, &s->text, &len) < 0) {
 		free(s);
 		return;
 	}

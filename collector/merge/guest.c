@@ -53,7 +53,7 @@ static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t wh
 	_cleanup_free_ char *ini = NULL;
 	uint64_t ncpus, ps, pid = 0;
 
-	if (util_read_file_at(dfd, "session.ini", INI_MAX, &ini, NULL) < 0) {
+	if (merge_input_read(dfd, g->dir, "session.ini", INI_MAX, &ini, NULL) < 0) {
 		snprintf(why, whylen, "no readable session.ini");
 		return -ENOENT;
 	}
@@ -91,8 +91,8 @@ static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t wh
 
 static int load_layout(struct merge_guest *g, int dfd, char *why, size_t whylen)
 {
-	if (util_read_file_at(dfd, "guest/events/header_page", META_MAX, &g->header_page, &g->hp_len) < 0 ||
-	    util_read_file_at(dfd, "guest/events/header_event", META_MAX, &g->header_event, &g->he_len) < 0) {
+	if (merge_input_read(dfd, g->dir, "guest/events/header_page", META_MAX, &g->header_page, &g->hp_len) < 0 ||
+	    merge_input_read(dfd, g->dir, "guest/events/header_event", META_MAX, &g->header_event, &g->he_len) < 0) {
 		snprintf(why, whylen, "guest/events/header_page or header_event is missing");
 		return -ENOENT;
 	}
@@ -148,7 +148,7 @@ static int add_format(struct merge_guest *g, int dfd, const char *sys, const cha
 	size_t len;
 
 	snprintf(path, sizeof(path), "guest/events/%s/%s/format", sys, ev);
-	if (g->n_events >= MERGE_MAX_EVENTS || util_read_file_at(dfd, path, TEP_FORMAT_MAX_TEXT, &text, &len) < 0)
+	if (g->n_events >= MERGE_MAX_EVENTS || merge_input_read(dfd, g->dir, path, TEP_FORMAT_MAX_TEXT, &text, &len) < 0)
 		return -EBADMSG;
 	e = &g->events[g->n_events];
 	memset(e, 0, sizeof(*e));
@@ -177,7 +177,7 @@ static int load_system(struct merge_guest *g, int dfd, const char *sys)
 	int fd;
 
 	snprintf(path, sizeof(path), "guest/events/%s", sys);
-	fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	fd = merge_input_open(dfd, g->dir, path, O_RDONLY | O_DIRECTORY);
 	if (fd < 0 || !(d = fdopendir(fd))) {
 		if (fd >= 0)
 			close(fd);
@@ -200,7 +200,7 @@ static int load_formats(struct merge_guest *g, int dfd)
 {
 	struct dirent *de;
 	DIR *d;
-	int fd = openat(dfd, "guest/events", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = merge_input_open(dfd, g->dir, "guest/events", O_RDONLY | O_DIRECTORY);
 
 	g->events = calloc(MERGE_MAX_EVENTS, sizeof(*g->events));
 	g->by_id = malloc(65536 * sizeof(*g->by_id));
@@ -280,28 +280,29 @@ static int find_begin(struct merge_guest *g, struct guest_cpu *c, uint64_t size)
 
 
 /* The flush marker pages the daemon's flight recorder freed from cpuN.spool (cpuN.fr), or 0. */
-static uint64_t fr_flush_pages(int dfd, unsigned cpu)
+static uint64_t fr_flush_pages(const struct merge_guest *g, int dfd, unsigned cpu)
 {
 	_cleanup_free_ char *text = NULL;
 	char name[32], val[32];
 	uint64_t n;
 
 	snprintf(name, sizeof(name), "cpu%u.fr", cpu);
-	if (util_read_file_at(dfd, name, 256, &text, NULL) < 0 || ini_get(text, "flush_pages", val, sizeof(val)) < 0 ||
+	if (merge_input_read(dfd, g->dir, name, 256, &text, NULL) < 0 || ini_get(text, "flush_pages", val, sizeof(val)) < 0 ||
 	    util_parse_u64(val, UINT64_MAX, &n) < 0)
 		return 0;
 	return n;
 }
 
 /* The pages the daemon freed from cpuN.spool behind the live merge (cpuN.released), or 0. */
-static uint64_t released_pages(int dfd, unsigned cpu, uint32_t page_size)
+static uint64_t released_pages(const struct merge_guest *g, int dfd, unsigned cpu)
 {
+	uint32_t page_size = g->page_size;
 	_cleanup_free_ char *text = NULL;
 	char name[32], val[32];
 	uint64_t n;
 
 	snprintf(name, sizeof(name), "cpu%u.released", cpu);
-	if (!page_size || util_read_file_at(dfd, name, 256, &text, NULL) < 0 ||
+	if (!page_size || merge_input_read(dfd, g->dir, name, 256, &text, NULL) < 0 ||
 	    ini_get(text, "released", val, sizeof(val)) < 0 || util_parse_u64(val, UINT64_MAX, &n) < 0)
 		return 0;
 	return (n + page_size - 1) / page_size;
@@ -325,10 +326,12 @@ static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 	c->page = malloc(g->page_size);
 	if (!c->page || posix_memalign((void **)&c->rbuf, 4096, MAX(GUEST_RBUF, g->page_size)) != 0)
 		return -ENOMEM;
-	c->direct_fd = g->follow ? openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_DIRECT) : -1;
-	c->fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	c->fd = merge_input_open(dfd, g->dir, name, O_RDONLY);
 	if (c->fd < 0 || fstat(c->fd, &st) < 0 || find_begin(g, c, (uint64_t)st.st_size) < 0)
 		return -ENOENT;
+	/* following: the same inode again with O_DIRECT (by its descriptor; -1 where unsupported) */
+	c->direct_fd = g->follow ? util_reopen(c->fd, O_RDONLY | O_CLOEXEC | O_DIRECT) : -1;
+	c->direct_fd = c->direct_fd < 0 ? -1 : c->direct_fd;
 	c->data_end = c->data_off + ((uint64_t)st.st_size - c->data_off) / g->page_size * g->page_size;
 	c->pos = c->data_off;
 	/* --flight-recorder: the daemon freed the oldest blocks (a hole); the first whole page
@@ -340,13 +343,13 @@ static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 		if (data > c->data_off) {
 			uint64_t skip = MIN((data - c->data_off + g->page_size - 1) / g->page_size * g->page_size,
 					    c->data_end - c->data_off);
+			uint64_t released;
 
 			c->pos += skip;
 			c->pages_dropped = skip / g->page_size;
-			uint64_t released = MIN(released_pages(dfd, c->cpu, g->page_size), c->pages_dropped);
-
+			released = MIN(released_pages(g, dfd, c->cpu), c->pages_dropped);
 			/* of them, flush marker pages (cpuN.fr): not ring pages the guest sent */
-			c->pages_dropped -= MIN(fr_flush_pages(dfd, c->cpu), c->pages_dropped);
+			c->pages_dropped -= MIN(fr_flush_pages(g, dfd, c->cpu), c->pages_dropped);
 			released = MIN(released, c->pages_dropped);
 			g->loss.released_pages += released;
 			g->loss.fr_dropped_pages += c->pages_dropped - released;
@@ -357,13 +360,15 @@ static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 
 int merge_guest_load(struct merge_guest *g, const char *dir, char *why, size_t whylen)
 {
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int r;
+	char owhy[256];
+	int dfd = util_open_input(AT_FDCWD, dir, O_RDONLY | O_DIRECTORY, owhy, sizeof(owhy)), r;
 
+	g->dir = dir;
 	if (dfd < 0) {
-		snprintf(why, whylen, "cannot open the session dir: %s", strerror(errno));
-		return -errno;
+		snprintf(why, whylen, "the session dir %s", owhy);
+		return dfd;
 	}
+	g->dfd = dfd, g->dfd_open = true; /* closed by merge_guest_free */
 	if ((r = load_session_ini(g, dfd, why, whylen)) < 0 || (r = load_layout(g, dfd, why, whylen)) < 0)
 		return r;
 	if ((r = load_formats(g, dfd)) < 0) {
@@ -702,6 +707,8 @@ void merge_guest_free(struct merge_guest *g)
 	free(g->kvm);
 	g->kvm = NULL;
 	merge_gsym_free(g);
+	if (g->dfd_open)
+		close(g->dfd);
 	memset(g, 0, sizeof(*g));
 }
 

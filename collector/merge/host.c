@@ -2,6 +2,7 @@
 /* The host perf.data side of the merge: attrs (IDENTIFIER added where missing), records
  * patched to carry it, and a time-ordered stream rebuilt from perf's FINISHED_ROUND rounds. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,11 +60,22 @@ static int host_attrs(struct merge_host *h, char *err, size_t errlen)
 	return 0;
 }
 
-int merge_host_open(struct merge_host *h, const char *path, char *err, size_t errlen)
+/* A reader of its own on the recording open as fd (a dup: the file offset does not matter,
+ * every read is a pread), or -errno. */
+static int host_dup(int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	return d < 0 ? -errno : d;
+}
+
+int merge_host_open(struct merge_host *h, int fd, char *err, size_t errlen)
 {
 	char rerr[200] = "";
-	int r = perf_reader_open(path, &h->r, rerr, sizeof(rerr));
+	int d = host_dup(fd), r = d < 0 ? d : perf_reader_open_fd(d, &h->r, rerr, sizeof(rerr));
 
+	if (r < 0 && d >= 0)
+		close(d);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", rerr);
 		return r;
@@ -72,11 +84,13 @@ int merge_host_open(struct merge_host *h, const char *path, char *err, size_t er
 	return host_attrs(h, err, errlen);
 }
 
-int merge_host_open_follow(struct merge_host *h, const char *path, char *err, size_t errlen)
+int merge_host_open_follow(struct merge_host *h, int fd, char *err, size_t errlen)
 {
 	char rerr[200] = "";
-	int r = perf_reader_open_follow(path, &h->r, rerr, sizeof(rerr));
+	int d = host_dup(fd), r = d < 0 ? d : perf_reader_open_follow_fd(d, &h->r, rerr, sizeof(rerr));
 
+	if (r < 0 && d >= 0)
+		close(d);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", rerr);
 		return r;
@@ -85,9 +99,9 @@ int merge_host_open_follow(struct merge_host *h, const char *path, char *err, si
 	return host_attrs(h, err, errlen);
 }
 
-int merge_host_open_prefix(struct merge_host *h, const char *path, uint64_t size, char *err, size_t errlen)
+int merge_host_open_prefix(struct merge_host *h, int fd, uint64_t size, char *err, size_t errlen)
 {
-	int r = merge_host_open_follow(h, path, err, errlen);
+	int r = merge_host_open_follow(h, fd, err, errlen);
 
 	if (r < 0)
 		return r;

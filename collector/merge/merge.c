@@ -25,31 +25,46 @@
 #include "tdata.h"
 #include "util.h"
 
-static int host_path(const struct merge_options *o, const struct merge_guest *g, char *buf, size_t len)
+/* The host recording, opened as an input (util_open_input: a regular file, never a FIFO): 1 with
+ * *ret_fd and its name in buf, 0 when there is none, or -errno with why (after the name in buf).
+ * --host-data is the user's path; session.ini's host_data names a file in the session dir, or an
+ * absolute path only in a dir this merge trusts (vm.c: input only otherwise, ignored and said);
+ * a name with '..' or a link is refused. */
+static int host_open(const struct merge_options *o, const struct merge_vm *vm, char *buf, size_t len, int *ret_fd,
+		     char *why, size_t whylen)
 {
-	struct stat st;
-	char def[PATH_MAX];
+	const struct merge_guest *g = &vm->guest;
+	const char *name = g->host_data[0] && g->host_data[0] != '/' ? g->host_data : "host.data";
+	bool named = g->host_data[0] && g->host_data[0] != '/';
+	_cleanup_close_ int dfd = -1;
+	char dump[PATH_MAX];
+	int fd;
 
-	if (o->host_data) {
-		snprintf(buf, len, "%s", o->host_data);
-		return 1;
+	if (o->host_data || (g->host_data[0] == '/' && !vm->input_only && !o->snapshot)) {
+		snprintf(buf, len, "%s", o->host_data ? o->host_data : g->host_data);
+		fd = util_open_input(AT_FDCWD, buf, O_RDONLY, why, whylen);
+		return fd < 0 ? fd : (*ret_fd = fd, 1);
 	}
 	if (o->snapshot)
 		return 0; /* the session's host.data is being recorded: only a dump (host_data) */
-	if (g->host_data[0] == '/') {
-		snprintf(buf, len, "%s", g->host_data);
-		return 1;
+	if (snprintf(buf, len, "%s/%s", o->session_dir, name) >= (int)len) {
+		snprintf(why, whylen, "is too long a path");
+		return -ENAMETOOLONG;
 	}
-	if (snprintf(def, sizeof(def), "%s/%s", o->session_dir, g->host_data[0] ? g->host_data : "host.data") >=
-	    (int)sizeof(def))
-		return 0;
+	if ((dfd = merge_input_dir(g, o->session_dir)) < 0) {
+		snprintf(why, whylen, "cannot be reached: %s", strerror(-dfd));
+		return dfd;
+	}
+	fd = util_open_input(dfd, name, O_RDONLY, why, whylen);
 	/* --flight-recorder, the daemon killed before it renamed perf's last ring dump */
-	if (stat(def, &st) < 0 && merge_newest_host_dump(o->session_dir, buf, len) == 0) {
-		log_info("%s: no %s: merging host perf's last ring dump %s", o->session_dir, def, buf);
-		return 1;
+	if (fd == -ENOENT && !named && merge_newest_host_dump(o->session_dir, dump, sizeof(dump)) == 0) {
+		log_info("%s: no %s: merging host perf's last ring dump %s", o->session_dir, buf, dump);
+		snprintf(buf, len, "%s", dump);
+		fd = util_open_input(dfd, strrchr(dump, '/') + 1, O_RDONLY, why, whylen);
 	}
-	snprintf(buf, len, "%s", def);
-	return g->host_data[0] || stat(def, &st) == 0; /* named in session.ini: an error if missing */
+	if (fd == -ENOENT && !named)
+		return 0; /* no host recording: the guest alone */
+	return fd < 0 ? fd : (*ret_fd = fd, 1); /* named in session.ini: an error if missing */
 }
 
 static int merge_loop(struct merge_ctx *m)
@@ -211,16 +226,23 @@ static void summary_vm(const struct merge_ctx *m, const struct merge_vm *vm)
 /* The perf.data directory's parts: the data and each guest's kcore_dir. */
 static void summary_dir(const struct merge_ctx *m, const char *out)
 {
-	if (m->n_vm == 1) {
+	size_t kcores = 0;
+
+	for (size_t v = 0; v < m->n_vm; v++)
+		kcores += m->vm[v].kcore_written;
+	if (m->n_vm == 1 && kcores) {
 		printf("  output: a perf.data directory: %s/data and %s/kcore_dir__%" PRIu64 "/kallsyms (the guest's "
 		       "kernel symbols; perf -i %s reads both)\n", out, out, m->vm[0].guest.machine_pid, out);
 		return;
 	}
 	printf("  output: a perf.data directory: %s/data", out);
-	for (size_t v = 0; v < m->n_vm; v++)
-		if (m->vm[v].gp.present && m->vm[v].gp.ktext)
+	for (size_t v = 0; v < m->n_vm; v++) /* only what was written */
+		if (m->vm[v].kcore_written)
 			printf(", %s/kcore_dir__%" PRIu64 "/kallsyms (%s)", out, m->vm[v].guest.machine_pid, m->vm[v].name);
-	printf(" (each guest's kernel symbols, by its QEMU pid; perf -i %s reads them all)\n", out);
+	if (kcores)
+		printf(" (each guest's kernel symbols, by its QEMU pid; perf -i %s reads them all)\n", out);
+	else
+		printf(" (and %s/" GBIN_OUT_DIR "; no guest kernel symbols: perf -i %s reads it)\n", out, out);
 }
 
 static void summary(const struct merge_ctx *m, const char *out)
@@ -260,9 +282,13 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 
 	if ((r = merge_vm_load(m, o)) < 0)
 		return r;
-	if (host_path(o, &m->vm[0].guest, path, sizeof(path)) &&
-	    (r = o->host_data && o->host_prefix ? merge_host_open_prefix(&m->host, path, o->host_prefix, why, sizeof(why)) :
-		 (o->follow ? merge_host_open_follow : merge_host_open)(&m->host, path, why, sizeof(why))) < 0) {
+	if ((r = host_open(o, &m->vm[0], path, sizeof(path), &m->host_fd, why, sizeof(why))) < 0) {
+		log_error("%s %s: cannot use it as the host recording", path, why);
+		return r;
+	}
+	if (r > 0 &&
+	    (r = o->host_data && o->host_prefix ? merge_host_open_prefix(&m->host, m->host_fd, o->host_prefix, why, sizeof(why)) :
+		 (o->follow ? merge_host_open_follow : merge_host_open)(&m->host, m->host_fd, why, sizeof(why))) < 0) {
 		log_error("%s: cannot use the host recording: %s", path, why);
 		return r;
 	}
@@ -274,7 +300,7 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 		log_error("%s: %s", o->session_dir, why);
 		return r;
 	}
-	if ((r = merge_vm_prepare(m, path)) < 0)
+	if ((r = merge_vm_prepare(m, m->host_fd)) < 0)
 		return r;
 	if ((r = merge_sources(m)) < 0)
 		return r;
@@ -300,12 +326,14 @@ int merge_clock_state(const char *session_dir, char *why, size_t whylen)
 /* vm's binaries; whether the summary is to print the perf command that reads them. */
 static bool merge_gbin_summary_vm(struct merge_ctx *m, const struct merge_vm *vm, const struct merge_options *o)
 {
-	bool trust = merge_gbin_trusted(vm->dir, o->trust_binaries);
+	/* an input-only dir (vm.c): neither trust nor the cache's place from its session.ini */
+	bool trust = merge_gbin_trusted(vm->dir, o->trust_binaries, !vm->input_only);
+	unsigned how = !trust ? GBIN_INTO_OUTPUT : vm->input_only ? GBIN_TRUST_HOME : GBIN_TRUST_SESSION;
 	struct gbin_settled st;
 
 	if (merge_gbin_any(vm->dir)) /* reads the host files' build-ids: only when it matters */
 		merge_host_build_ids(&m->host);
-	if (merge_gbin_settle(vm->dir, m->out_dir && !m->pipe ? o->output : NULL, trust, &m->host.ids, &st) < 0)
+	if (merge_gbin_settle(vm->dir, m->out_dir && !m->pipe ? o->output : NULL, how, &m->host.ids, &st) < 0)
 		return false;
 	printf("  %sguest binaries: %u in %s%s (%u placed now, %u there before), %u not sent", vm->label,
 	       st.installed + st.cached, !st.bdir[0] ? "no build-id directory (the output is no perf.data directory)" :
@@ -342,13 +370,13 @@ static void merge_gbin_summary(struct merge_ctx *m, const struct merge_options *
  * guest's kallsyms). */
 static uint64_t merge_data_budget(const struct merge_ctx *m, const struct merge_options *o)
 {
-	char path[PATH_MAX];
 	struct stat st;
 	uint64_t extra = 0;
 
 	for (size_t v = 0; m->out_dir && v < m->n_vm; v++) {
-		snprintf(path, sizeof(path), "%s/guest/kallsyms", m->vm[v].dir);
-		if (stat(path, &st) == 0)
+		const struct merge_guest *g = &m->vm[v].guest;
+
+		if (g->dfd_open && fstatat(g->dfd, "guest/kallsyms", &st, AT_SYMLINK_NOFOLLOW) == 0)
 			extra += (uint64_t)st.st_size;
 	}
 	return o->max_bytes > extra ? o->max_bytes - extra : 1; /* 1: nothing fits */
@@ -454,6 +482,8 @@ static void merge_free(struct merge_ctx *m, const struct merge_options *o, int r
 		rmdir(o->output); /* and the perf.data directory made for it */
 	if (out_fd >= 0)
 		close(out_fd);
+	if (m->host_fd >= 0)
+		close(m->host_fd);
 	report_live_free(m->stalls);
 	merge_out_free(m);
 	merge_host_free(&m->host);
@@ -470,6 +500,7 @@ int merge_run(const struct merge_options *o)
 	if (!m)
 		return -ENOMEM;
 	m->first_sample = UINT64_MAX;
+	m->host_fd = -1;
 	m->zstd = o->zstd_level;
 	r = merge_open(m, o, &out_fd, data, sizeof(data));
 	if (r == 0 && o->follow)

@@ -144,6 +144,11 @@ struct merge_guest {
 			       * scan), no clock fit and nothing written into the session */
 	bool session_read;    /* session.ini was valid */
 	bool follow;          /* set before merge_guest_load: the session is still tracing */
+	bool input_only;      /* set before merge_guest_load: the dir is another user's (vm.c):
+			       * nothing is written into it (clock.ini) */
+	const char *dir;      /* the session dir, as named (messages) */
+	int dfd;              /* the session dir, opened once: every input relative to it (input.c) */
+	bool dfd_open;
 	bool followed;        /* it was: the spools may have grown since they were opened */
 	uint64_t follow_gen;  /* following: +1 at each wait for more data (spool sizes read again) */
 	uint64_t live_fit_until; /* following: host time of the newest probe fitted (guest times
@@ -192,6 +197,14 @@ struct merge_guest {
 	size_t gsym_events;      /* events whose format names pointers */
 	struct merge_losses loss;
 };
+
+/* input.c: a session dir's file name (beneath dfd, no link followed) opened or read only as a
+ * regular file: a FIFO, device, link or a name outside is refused at once and said (log_warn,
+ * naming DIR/NAME); absence (-ENOENT) is left to the caller. The fd, 0, or -errno. */
+int merge_input_open(int dfd, const char *dir, const char *name, int flags);
+int merge_input_read(int dfd, const char *dir, const char *name, size_t max, char **ret_buf, size_t *ret_len);
+/* A descriptor of g's session dir (a dup of the one merge_guest_load opened; else dir opened). */
+int merge_input_dir(const struct merge_guest *g, const char *dir);
 
 /* Loads session.ini, the guest metadata and opens the spools; a guest that cannot be used at all
  * leaves present=false with *why set. Damaged parts are dropped and counted. */
@@ -287,10 +300,10 @@ struct tracing_data;
 struct merge_host;
 
 /* Sets up the mapping: finds the sched_switch attr and its fields in the host's tracing data,
- * then reads the host recording at host_path once for vCPU thread names and first CPUs. On any
+ * then reads the host recording (open as host_fd, read through a dup) once for vCPU thread names and first CPUs. On any
  * gap v->why says why guest samples get their vCPU number instead. Only -ENOMEM is an error. */
 int merge_vcpu_init(struct merge_vcpu *v, const struct merge_guest *g, const struct merge_host *h,
-		    const struct tracing_data *td, const char *host_path);
+		    const struct tracing_data *td, int host_fd);
 /* Follows one timed host record (written in time order). */
 void merge_vcpu_host(struct merge_vcpu *v, const struct merge_host *h, const struct perf_event_header *rec);
 /* Host CPU of vcpu at the current time; the vCPU number when unknown (counted). */
@@ -341,7 +354,8 @@ struct merge_host {
 	char err[256];
 };
 
-int merge_host_open(struct merge_host *h, const char *path, char *err, size_t errlen);
+/* The host recording open as fd (the caller's: the reader reads a dup of it). */
+int merge_host_open(struct merge_host *h, int fd, char *err, size_t errlen);
 /* A record peek gave, written and taken: freed, or kept for the next one (no malloc per record). */
 void merge_host_release(struct merge_host *h, struct host_rec *q);
 /* The next host record to write: 1 with *ret and *ret_immediate (user or untimed records,
@@ -352,9 +366,9 @@ int merge_host_peek(struct merge_host *h, struct host_rec **ret, bool *ret_immed
  * returns 2 when no record can be written yet, with h->bound the earliest time a later one
  * can have; merge_host_horizon raises what may be read (size) and what is known complete (ts);
  * merge_host_finish reads perf's final header once perf has exited. */
-int merge_host_open_follow(struct merge_host *h, const char *path, char *err, size_t errlen);
+int merge_host_open_follow(struct merge_host *h, int fd, char *err, size_t errlen);
 /* A file perf still writes, read up to its first size bytes (a snapshot's). */
-int merge_host_open_prefix(struct merge_host *h, const char *path, uint64_t size, char *err, size_t errlen);
+int merge_host_open_prefix(struct merge_host *h, int fd, uint64_t size, char *err, size_t errlen);
 void merge_host_horizon(struct merge_host *h, uint64_t size, uint64_t ts);
 int merge_host_finish(struct merge_host *h);
 /* After the last record: completes h->ids (the feature, the files' build-ids). */

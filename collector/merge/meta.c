@@ -108,7 +108,7 @@ static void each_line(struct merge_guest *g, int dfd, const char *path,
 	_cleanup_free_ char *text = NULL;
 	char *save = NULL;
 
-	if (util_read_file_at(dfd, path, META_MAX, &text, NULL) < 0)
+	if (merge_input_read(dfd, g->dir, path, META_MAX, &text, NULL) < 0)
 		return;
 	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
 		char *sp = strchr(l, ' ');
@@ -163,7 +163,7 @@ void merge_meta_notes(struct merge_guest *g, int dfd)
 	size_t len;
 	int r;
 
-	if (util_read_file_at(dfd, "guest/notes", META_MAX, &notes, &len) < 0) {
+	if (merge_input_read(dfd, g->dir, "guest/notes", META_MAX, &notes, &len) < 0) {
 		snprintf(g->notes_why, sizeof(g->notes_why), "no guest/notes");
 		return;
 	}
@@ -229,13 +229,17 @@ static int fit_samples_max(int dfd, const char *name, char **ret_text, size_t *r
 	_cleanup_free_ struct clock_sample *s = NULL;
 	struct clock_fit fit;
 	size_t n = 0, line = 0;
-	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), r;
+	char owhy[128];
+	int fd = util_open_input(dfd, name, O_RDONLY, owhy, sizeof(owhy)), r;
 	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 
 	if (!f) {
 		if (fd >= 0)
 			close(fd);
-		snprintf(why, whylen, "no %s", name);
+		if (fd == -ENOENT)
+			snprintf(why, whylen, "no %s", name);
+		else
+			snprintf(why, whylen, "%s %s", name, fd < 0 ? owhy : "cannot be read");
 		return -ENOENT;
 	}
 	r = clockfit_read_samples(f, CLOCK_SAMPLES_MAX, &s, &n, &line);
@@ -290,6 +294,8 @@ static void clock_recover(struct merge_guest *g, int dfd, bool have_ini)
 	g->clock_aligned = g->clock_recovered = true;
 	if (have_ini)
 		snprintf(g->clock_why, sizeof(g->clock_why), "clock.ini is malformed: fitted clock.samples, clock.ini kept");
+	else if (g->input_only) /* another user's dir: input only */
+		snprintf(g->clock_why, sizeof(g->clock_why), "fitted clock.samples; clock.ini not written (the dir is input only)");
 	else if ((r = write_clock_ini(dfd, text, len)) < 0)
 		snprintf(g->clock_why, sizeof(g->clock_why), "fitted clock.samples; cannot write clock.ini: %s", strerror(-r));
 	else
@@ -310,7 +316,7 @@ static void clock_kvm_load(struct merge_guest *g, int dfd, const char *ini, size
 		return;
 	if (clock_kvm_parse_conv(ini, ini_len, k) < 0) {
 		snprintf(g->clock_why, sizeof(g->clock_why), "clock.ini (kvm) has no usable host_conv values");
-	} else if ((r = util_read_file_at(dfd, "kvm.samples", KVM_SAMPLES_MAX, &text, &len)) < 0) {
+	} else if ((r = merge_input_read(dfd, g->dir, "kvm.samples", KVM_SAMPLES_MAX, &text, &len)) < 0) {
 		snprintf(g->clock_why, sizeof(g->clock_why), "clock.ini says kvm but kvm.samples is unreadable (%s)", strerror(-r));
 	} else if ((r = clock_kvm_parse_samples(k, text, len, &line)) < 0) {
 		snprintf(g->clock_why, sizeof(g->clock_why), r == -ENOENT ? "kvm.samples has no reading" :
@@ -346,7 +352,7 @@ void merge_meta_clock(struct merge_guest *g, int dfd)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len;
-	bool have_ini = util_read_file_at(dfd, "clock.ini", INI_MAX, &text, &len) == 0;
+	bool have_ini = merge_input_read(dfd, g->dir, "clock.ini", INI_MAX, &text, &len) == 0;
 
 	g->clock_gen++;
 	if (!have_ini || clock_apply_parse(text, len, &g->clock) < 0)

@@ -20,6 +20,10 @@ struct merge_vm {
 	bool comms_done;
 	uint64_t samples; /* its guest tracepoint samples written */
 	char unusable[512]; /* why its guest data was left out ("" when merged or never there) */
+	bool input_only;    /* its dir is another user's (or reached through one): session.ini
+			     * steers nothing, nothing is written into it (vm.c) */
+	char input_why[256];
+	bool kcore_written; /* OUT/kcore_dir__PID/kallsyms written (dir.c) */
 };
 
 /* One time-ordered guest stream of the k-way merge: a kind (source.c's table), its VM, its state. */
@@ -32,6 +36,7 @@ struct merge_source {
 
 struct merge_ctx {
 	struct merge_host host;
+	int host_fd; /* the host recording, opened once (-1: none) */
 	struct merge_vm vm[MERGE_MAX_GUESTS];
 	size_t n_vm; /* 1 without --guest */
 	struct perf_writer *w;
@@ -88,7 +93,7 @@ int merge_vm_load(struct merge_ctx *m, const struct merge_options *o);
 /* The first VM with guest data, or NULL. */
 struct merge_vm *merge_vm_first(struct merge_ctx *m);
 /* After the host recording and tracing data: each VM's vCPU map, kallsyms, guest perf streams. */
-int merge_vm_prepare(struct merge_ctx *m, const char *host_path);
+int merge_vm_prepare(struct merge_ctx *m, int host_fd);
 /* Each VM's merge.ini in its session dir. */
 void merge_vm_info(const struct merge_ctx *m, const char *output);
 void merge_vm_free(struct merge_ctx *m);

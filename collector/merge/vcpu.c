@@ -6,6 +6,7 @@
  * each vCPU's first host CPU; the main pass follows switches in time order, so every guest
  * sample takes the state at its own time. Memory: per-vCPU state, nothing per record. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,22 +205,29 @@ static void first_switch(struct merge_vcpu *v, uint32_t vcpu, const struct sw_sa
 }
 
 /* The pre-pass: thread names from COMM records, then each vCPU's first switch. */
-static void prescan(struct merge_vcpu *v, const struct merge_host *h, uint32_t qemu_pid, const char *path)
+static void prescan(struct merge_vcpu *v, const struct merge_host *h, uint32_t qemu_pid, int host_fd)
 {
 	const struct perf_attr_ids *a = perf_reader_attr(h->r, (size_t)v->sw_attr);
 	const struct perf_event_header *e;
 	struct perf_reader *r = NULL;
+	int fd = fcntl(host_fd, F_DUPFD_CLOEXEC, 3); /* the same inode the main pass reads */
+	struct stat st;
 	char err[200];
 
+	if (fd < 0)
+		return;
 	if (h->follow) { /* perf still writes it: QEMU's threads are named at its start */
-		struct stat st;
-
-		if (perf_reader_open_follow(path, &r, err, sizeof(err)) < 0 || stat(path, &st) < 0) {
+		if (perf_reader_open_follow_fd(fd, &r, err, sizeof(err)) < 0) {
+			close(fd);
+			return;
+		}
+		if (fstat(fd, &st) < 0) {
 			perf_reader_free(r);
 			return;
 		}
 		perf_reader_set_end(r, (uint64_t)st.st_size);
-	} else if (perf_reader_open(path, &r, err, sizeof(err)) < 0) {
+	} else if (perf_reader_open_fd(fd, &r, err, sizeof(err)) < 0) {
+		close(fd);
 		return; /* the main pass reports a damaged file */
 	}
 	while (perf_reader_next(r, &e) > 0) {
@@ -234,7 +242,7 @@ static void prescan(struct merge_vcpu *v, const struct merge_host *h, uint32_t q
 }
 
 int merge_vcpu_init(struct merge_vcpu *v, const struct merge_guest *g, const struct merge_host *h,
-		    const struct tracing_data *td, const char *host_path)
+		    const struct tracing_data *td, int host_fd)
 {
 	v->sw_attr = -1;
 	v->n = g->present ? g->ncpus : 0;
@@ -259,7 +267,7 @@ int merge_vcpu_init(struct merge_vcpu *v, const struct merge_guest *g, const str
 	}
 	if (!switch_attr(v, h, td))
 		return 0;
-	prescan(v, h, (uint32_t)g->machine_pid, host_path);
+	prescan(v, h, (uint32_t)g->machine_pid, host_fd);
 	if (!v->named)
 		snprintf(v->why, sizeof(v->why), "no \"CPU n/KVM\" threads of QEMU pid %u in the host recording "
 			 "(start QEMU with -name debug-threads=on; single-threaded TCG, -accel tcg,thread=single, has "

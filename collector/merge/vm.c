@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "out.h"
@@ -23,6 +24,43 @@ static void vm_names(struct merge_ctx *m, struct merge_vm *vm, size_t v)
 		snprintf(vm->sys_prefix, sizeof(vm->sys_prefix), "guest%zu_", v + 1);
 	if (m->n_vm > 1)
 		snprintf(vm->label, sizeof(vm->label), "vm %s: ", vm->name);
+}
+
+/* Whether dir is input only: not this user's (root's when root merges), or writable by another
+ * user, it or a directory above it (util_trusted_dir: a sticky /tmp aside). Such a dir is read
+ * and nothing more: nothing in it chooses where the merge writes or what it reads outside it. */
+static void vm_trust(struct merge_vm *vm)
+{
+	char abs[PATH_MAX + 1], cwd[PATH_MAX];
+
+	if (vm->dir[0] == '/')
+		snprintf(abs, sizeof(abs), "%s", vm->dir);
+	else if (getcwd(cwd, sizeof(cwd)) && snprintf(abs, sizeof(abs), "%s/%s", cwd, vm->dir) < (int)sizeof(abs))
+		;
+	else
+		snprintf(abs, sizeof(abs), "%s", vm->dir); /* refused: not absolute */
+	vm->input_only = util_trusted_dir(abs, vm->input_why, sizeof(vm->input_why)) < 0;
+	vm->guest.input_only = vm->input_only;
+}
+
+/* The line that says what session.ini of an input-only dir would have chosen and was ignored. */
+static void vm_say_input_only(const struct merge_vm *vm, size_t v)
+{
+	char trust[16], bdir[16], keys[160] = "";
+
+	if (!vm->input_only)
+		return;
+	merge_gbin_session_get(vm->dir, "opt_trust_guest_binaries", trust, sizeof(trust));
+	merge_gbin_session_get(vm->dir, "buildid_dir", bdir, sizeof(bdir));
+	snprintf(keys, sizeof(keys), "%s%s%s", !strcmp(trust, "1") ? ", opt_trust_guest_binaries" : "",
+		 bdir[0] ? ", buildid_dir" : "", v == 0 && vm->guest.host_data[0] == '/' ? ", host_data" : "");
+	if (keys[0])
+		log_warn("merge: %s is input only (%s): session.ini's %s ignored; pass them as options "
+			 "(--trust-guest-binaries, --host-data FILE); nothing is written into it", vm->dir,
+			 vm->input_why, keys + 2);
+	else
+		log_warn("merge: %s is input only (%s): its files are read, nothing in it chooses where this merge "
+			 "writes or what it reads outside it, nothing is written into it", vm->dir, vm->input_why);
 }
 
 /* Each dir once: the same dir under two names is refused too. */
@@ -110,8 +148,10 @@ int merge_vm_load(struct merge_ctx *m, const struct merge_options *o)
 		dirs[i + 1] = o->guest_dirs[i];
 	if (m->n_vm > 1 && (r = vm_check_dirs(dirs, m->n_vm)) < 0)
 		return r;
-	for (size_t v = 0; v < m->n_vm; v++)
+	for (size_t v = 0; v < m->n_vm; v++) {
 		m->vm[v].dir = dirs[v];
+		vm_trust(&m->vm[v]);
+	}
 	m->vm[0].guest.follow = o->follow;
 	r = merge_guest_load(&m->vm[0].guest, o->session_dir, why, sizeof(why));
 	if (r < 0 && !m->vm[0].guest.session_read) {
@@ -126,8 +166,10 @@ int merge_vm_load(struct merge_ctx *m, const struct merge_options *o)
 	for (size_t v = 1; v < m->n_vm; v++)
 		if ((r = vm_load_guest(&m->vm[v])) < 0)
 			return r;
-	for (size_t v = 0; v < m->n_vm; v++)
+	for (size_t v = 0; v < m->n_vm; v++) {
 		vm_names(m, &m->vm[v], v);
+		vm_say_input_only(&m->vm[v], v);
+	}
 	return vm_check_pids(m);
 }
 
@@ -139,14 +181,14 @@ struct merge_vm *merge_vm_first(struct merge_ctx *m)
 	return NULL;
 }
 
-int merge_vm_prepare(struct merge_ctx *m, const char *host_path)
+int merge_vm_prepare(struct merge_ctx *m, int host_fd)
 {
 	int r;
 
 	for (size_t v = 0; v < m->n_vm; v++) {
 		struct merge_vm *vm = &m->vm[v];
 
-		if ((r = merge_vcpu_init(&vm->vcpu, &vm->guest, &m->host, m->host.present ? &m->td : NULL, host_path)) < 0)
+		if ((r = merge_vcpu_init(&vm->vcpu, &vm->guest, &m->host, m->host.present ? &m->td : NULL, host_fd)) < 0)
 			return r;
 		if (vm->guest.present && (vm->guest.gsym_events || vm->guest.perf_events[0]))
 			merge_gsym_load(&vm->guest, vm->dir); /* read once: %ps names, guest kernel maps */
@@ -183,7 +225,7 @@ static void vm_info(const struct merge_ctx *m, const struct merge_vm *vm, const 
 	FILE *f;
 	int r;
 
-	if (!g->present)
+	if (!g->present || vm->input_only) /* another user's dir: nothing written into it */
 		return;
 	if (!(f = open_memstream(&text, &len))) {
 		log_warn("%s: cannot write merge.ini: %m", vm->dir);
