@@ -50,6 +50,7 @@ struct daemon {
 	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun, qemu_exited,
 	     qemu_seen; /* its pid answered kill(0) once: it ran, so a later ESRCH is an exit */
 	char stop_why[64];
+	int ctl_err; /* socket transport: why agent-ctl-path did not connect yet (-errno), or 0 */
 	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
 	bool data_gone[2 * COLLECTOR_MAX_CPUS];
 	/* What callbacks (spool errors, a disk cut) only recorded; daemon_deferred acts on it from
@@ -135,6 +136,11 @@ static inline bool log_due(uint64_t *counter)
 
 	return (n & (n - 1)) == 0;
 }
+
+/* ---- daemon.c ---- */
+/* r from port_open(p) refused the port (a link, -ELOOP; not QEMU's socket, -EACCES): true, and
+ * the sentence naming it and what to do in buf. */
+bool daemon_port_refused(const struct daemon *d, const struct port *p, int r, char *buf, size_t len);
 
 /* ---- streams.c: the data ports and their spools ---- */
 /* Bytes an earlier session left in a FIFO (QEMU's pipe chardev never drops them). */
