@@ -44,6 +44,8 @@ int merge_zstd_level(const char *session_dir, int compress);
 /* 0, 1 when written with the guest clock unaligned, or -errno; -EFBIG when the output would
  * take more than max_bytes (0: no limit), nothing written then. */
 int merge_session(const char *session_dir, const char *out, int compress, uint64_t max_bytes, FILE *summary);
+/* The name (comm) of 'merge --follow', the live merge the daemon runs beside a session. */
+#define MERGE_FOLLOW_COMM "vt-live-merge"
 /* merge/dir.c: an existing OUT moved to OUT.old, as perf record does (merge and stop -o). An
  * older OUT.old goes first: a file or link by its name; a directory only when it is ours and only
  * what a merge writes in one, removed through descriptors (O_NOFOLLOW, unlinkat), never through
