@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "collector.h"
 #include "log.h"
@@ -61,6 +62,10 @@ static int merge_cmd_run(int argc, char **argv)
 		log_error("merge needs one SESSION_DIR and -o OUT (see trace-collector merge --help)");
 		return 2;
 	}
+	/* the daemon's child: named for perf report, perf sched and the stall report, which would
+	 * otherwise show the file it ran ("trace-collector", or "exe" for /proc/self/exe) */
+	if (o.follow)
+		prctl(PR_SET_NAME, MERGE_FOLLOW_COMM);
 	o.session_dir = argv[optind];
 	o.guest_dirs = guests;
 	o.n_guest_dirs = n_guests;

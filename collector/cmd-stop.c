@@ -169,7 +169,7 @@ static void stop_last_session(const char *run_dir, const char *name)
  * did, -1 when stop has to merge. */
 static int stop_take_live(const char *dir, const char *out, int compress)
 {
-	char state[32] = "", live[PATH_MAX + 16], log[PATH_MAX + 32], old[PATH_MAX + 8];
+	char state[32] = "", live[PATH_MAX + 16], log[PATH_MAX + 32], why[PATH_MAX + 256];
 	_cleanup_free_ char *text = NULL;
 	struct stat st;
 
@@ -182,11 +182,8 @@ static int stop_take_live(const char *dir, const char *out, int compress)
 	}
 	snprintf(live, sizeof(live), "%s/live.data", dir);
 	snprintf(log, sizeof(log), "%s/live-merge.log", dir);
-	snprintf(old, sizeof(old), "%s.old", out);
-	if (lstat(out, &st) == 0 && rename(out, old) < 0) {
-		log_warn("cannot keep the existing %s as %s: %m; merging again", out, old);
-		return -1;
-	}
+	if (merge_dir_keep_old(out, why, sizeof(why)) < 0)
+		return -1; /* the merge meets it again and says why */
 	if (rename(live, out) < 0) {
 		log_warn("cannot move the live merge's %s to %s: %m; merging again", live, out);
 		return -1;

@@ -44,6 +44,13 @@ int merge_zstd_level(const char *session_dir, int compress);
 /* 0, 1 when written with the guest clock unaligned, or -errno; -EFBIG when the output would
  * take more than max_bytes (0: no limit), nothing written then. */
 int merge_session(const char *session_dir, const char *out, int compress, uint64_t max_bytes, FILE *summary);
+/* The name (comm) of 'merge --follow', the live merge the daemon runs beside a session. */
+#define MERGE_FOLLOW_COMM "vt-live-merge"
+/* merge/dir.c: an existing OUT moved to OUT.old, as perf record does (merge and stop -o). An
+ * older OUT.old goes first: a file or link by its name; a directory only when it is ours and only
+ * what a merge writes in one, removed through descriptors (O_NOFOLLOW, unlinkat), never through
+ * a link. 0 (also when there is no OUT) or -errno with why (a sentence naming what and the fix). */
+int merge_dir_keep_old(const char *out, char *why, size_t len);
 /* stop-summary.c: stop's short summary. A list of problems on one line: the first
  * SUMMARY_LIST_SHOWN items, then "and N more" (the full list is in the details). */
 #define SUMMARY_LIST_SHOWN 6

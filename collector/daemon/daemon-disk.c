@@ -103,9 +103,10 @@ static void disk_cut(struct daemon *d, const char *reason, const char *what)
 {
 	char elapsed[48] = "before tracing started";
 
+	d->disk_cut_ns = util_now_ns(CLOCK_MONOTONIC); /* the stop line's time too (daemon_stop_begin) */
 	if (d->s.started_mono_ns)
 		snprintf(elapsed, sizeof(elapsed), "%.1f s into the session",
-			 (double)(util_now_ns(CLOCK_MONOTONIC) - d->s.started_mono_ns) / 1e9);
+			 (double)(d->disk_cut_ns - d->s.started_mono_ns) / 1e9);
 	snprintf(d->disk_cut, sizeof(d->disk_cut), "cut: %s, %s; %s", what, elapsed,
 		 d->perf ? "host perf stopped then, guest data after it dropped" : "guest data after it dropped");
 	log_warn("%s", d->disk_cut);

@@ -101,11 +101,24 @@ int live_prepare(struct daemon *d, const char **ret_control)
 	return 0;
 }
 
+/* The daemon's own binary by its path (exec names the process for the file's name; for
+ * /proc/self/exe that is "exe"), or /proc/self/exe when it was replaced meanwhile. */
+static void live_self(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+
+	if (n > 0 && (size_t)n < len - 1)
+		buf[n] = '\0';
+	if (n <= 0 || (size_t)n >= len - 1 || (n >= 10 && !strcmp(buf + n - 10, " (deleted)")))
+		snprintf(buf, len, "/proc/self/exe");
+}
+
 static int live_spawn(struct daemon *d, struct live *l)
 {
-	char out[PATH_MAX + 32], log[PATH_MAX + 32];
+	char out[PATH_MAX + 32], log[PATH_MAX + 32], self[PATH_MAX];
 	int pfd[2];
 
+	live_self(self, sizeof(self));
 	snprintf(out, sizeof(out), "%s/live.data", d->s.dir);
 	snprintf(log, sizeof(log), "%s/live-merge.log", d->s.dir);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -127,7 +140,7 @@ static int live_spawn(struct daemon *d, struct live *l)
 		}
 		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a killed daemon leaves the session to 'merge' */
 		signal(SIGPIPE, SIG_DFL);
-		execl("/proc/self/exe", "trace-collector", "merge", "--follow", d->s.dir, "-o",
+		execl(self, "trace-collector", "merge", "--follow", d->s.dir, "-o",
 		      d->o->live_stdout ? "-" : out, (char *)NULL);
 		dprintf(2, "cannot run trace-collector merge --follow: %s\n", strerror(errno));
 		_exit(127);

@@ -221,17 +221,21 @@ static void daemon_report_brief(const struct daemon *d, FILE *f)
 	struct brief b = { .lost = { .sep = ", " }, .noend = { .sep = ", " }, .noreport = { .sep = ", " },
 			   .cut = { .sep = ", " }, .perf_lost = { .sep = ", " }, .perf_missing = { .sep = ", " },
 			   .perf_noend = { .sep = ", " } };
-	char buf[512];
+	uint64_t reason_ns = d->stop_begun_ns ? d->stop_begun_ns : d->s.stopped_mono_ns;
+	char buf[512], ended[64] = "";
 
+	/* when the reason came, as the cut line says it; the wait for the agent's end after it */
+	if (d->s.stopped_mono_ns >= reason_ns + SEC)
+		snprintf(ended, sizeof(ended), " (finalized %.1f s in)", (double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9);
 	for (unsigned i = 0; i < d->s.ncpus; i++) {
 		daemon_report_brief_cpu(d, i, &b);
 		if (d->o->perf.events)
 			daemon_report_brief_perf(d, i, &b);
 	}
 	clocksync_describe(&d->clk, d->s.clock_method, buf, sizeof(buf));
-	fprintf(f, "session: %s\nstopped: %s after %.1f s; %u of %u vCPUs traced, %llu pages (%.1f MiB)\n"
+	fprintf(f, "session: %s\nstopped: %s after %.1f s%s; %u of %u vCPUs traced, %llu pages (%.1f MiB)\n"
 		   "clock: %s%s\n", d->s.dir, d->s.stop_reason,
-		(double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9, b.traced, d->s.ncpus,
+		(double)(reason_ns - d->s.started_mono_ns) / 1e9, ended, b.traced, d->s.ncpus,
 		(unsigned long long)b.pages, (double)b.pages * d->s.page_size / 1048576.0, buf,
 		d->clk.written ? " (clock.ini)" : d->clk.fitted || !strcmp(d->s.clock_method, "kvm") ? " (clock.ini NOT written)" : "");
 	daemon_report_brief_losses(d, &b, f);

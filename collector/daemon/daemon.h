@@ -50,6 +50,8 @@ struct daemon {
 	bool probe_pending, agent_gone, agent_started, stopped_msg, started_ok, stop_begun, qemu_exited,
 	     qemu_seen; /* its pid answered kill(0) once: it ran, so a later ESRCH is an exit */
 	char stop_why[64];
+	uint64_t stop_begun_ns; /* when the stop's reason came (a disk cut: its own time), for the stop line */
+	int ctl_err; /* socket transport: why agent-ctl-path did not connect yet (-errno), or 0 */
 	bool exit_on_finalize; /* stopped by a signal: no client will come for the summary */
 	bool data_gone[2 * COLLECTOR_MAX_CPUS];
 	/* What callbacks (spool errors, a disk cut) only recorded; daemon_deferred acts on it from
@@ -99,6 +101,7 @@ struct daemon {
 	uint64_t disk_seen[2 * COLLECTOR_MAX_CPUS], disk_unchecked;
 	bool disk_perf_stopped;
 	char disk_cut[PATH_MAX + 512];
+	uint64_t disk_cut_ns;            /* when a bound cut the session (0: none did) */
 	char disk_reason[128];           /* a cut while START's OK was due: applied when it comes */
 	/* start.c: START's wait follows the guest's progress, within a bound it cannot move */
 	struct daemon_start_wait {
@@ -136,6 +139,11 @@ static inline bool log_due(uint64_t *counter)
 
 	return (n & (n - 1)) == 0;
 }
+
+/* ---- daemon.c ---- */
+/* r from port_open(p) refused the port (a link, -ELOOP; not QEMU's socket, -EACCES): true, and
+ * the sentence naming it and what to do in buf. */
+bool daemon_port_refused(const struct daemon *d, const struct port *p, int r, char *buf, size_t len);
 
 /* ---- streams.c: the data ports and their spools ---- */
 /* Bytes an earlier session left in a FIFO (QEMU's pipe chardev never drops them). */

@@ -88,6 +88,7 @@ void daemon_stop_begin(struct daemon *d, const char *reason)
 		return;
 	}
 	d->stop_begun = true;
+	d->stop_begun_ns = d->disk_cut_ns ? d->disk_cut_ns : util_now_ns(CLOCK_MONOTONIC);
 	snprintf(d->s.stop_reason, sizeof(d->s.stop_reason), "%s", reason);
 	session_set_state(&d->s, "stopping");
 	log_info("stopping: %s", reason);

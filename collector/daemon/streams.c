@@ -35,12 +35,16 @@ static int daemon_open_stream(struct daemon *d, unsigned k)
 {
 	unsigned cpu = k % COLLECTOR_MAX_CPUS;
 	bool perf = k >= COLLECTOR_MAX_CPUS;
-	char path[PATH_MAX + 8], name[32];
+	char path[PATH_MAX + 8], name[32], why[2 * PATH_MAX + 512];
 	int r;
 
 	snprintf(name, sizeof(name), "%s%u", daemon_stream_port(k), cpu);
 	port_init(&d->data[k], d->o->vm_dir, name, d->kind);
 	r = port_open(&d->data[k], false);
+	if (daemon_port_refused(d, &d->data[k], r, why, sizeof(why))) {
+		log_error("%s", why);
+		return r;
+	}
 	if (r < 0 && d->o->allow_partial) {
 		log_warn("cannot open %s: %s — cpu%u's %s is not collected (--allow-partial); run 'trace-collector "
 			 "setup --name %s --cpus %u' to collect it", port_path(&d->data[k], true, path, sizeof(path)),

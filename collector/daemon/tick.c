@@ -77,6 +77,14 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 	d->deadline_ns = 0;
 	switch (d->ph) {
 	case PH_HELLO:
+		if (d->kind == PORT_SOCKET && d->agent_gone && d->ctl_err) { /* never reached the guest */
+			char path[PATH_MAX + 8];
+
+			daemon_fail(d, "no connection to %s within %u s while %s (the last try: %s) — is QEMU running with "
+				    "that socket?", port_path(&d->ctl, true, path, sizeof(path)), d->o->timeout_s,
+				    daemon_phase_names[d->ph], strerror(-d->ctl_err));
+			break;
+		}
 		daemon_fail(d, "no answer from the agent on agent-ctl-path within %u s while %s — is trace-agent running in the guest?",
 			    d->o->timeout_s, daemon_phase_names[d->ph]);
 		break;
@@ -176,23 +184,51 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 	}
 }
 
+/* A reconnect that found a link or another service's socket: before tracing the start fails,
+ * named; while tracing it is said (rate-limited) and retried. False when the start failed. */
+static bool daemon_reconnect_refused(struct daemon *d, const struct port *p, int r)
+{
+	char why[2 * PATH_MAX + 512];
+
+	if (!daemon_port_refused(d, p, r, why, sizeof(why)))
+		return true;
+	if (d->ph < PH_TRACING) {
+		daemon_fail(d, "%s", why);
+		return false;
+	}
+	if (log_due(&d->unexpected))
+		log_warn("%s; retrying", why);
+	return true;
+}
+
 /* Socket transport: QEMU restarted or came up late; connect again and keep reading. */
 static void daemon_reconnect(struct daemon *d)
 {
+	int r;
+
 	if (d->kind != PORT_SOCKET)
 		return;
-	if (d->agent_gone && port_open(&d->ctl, true) == 0) {
-		agentctl_free(d->agent);
-		d->agent = NULL;
-		if (daemon_agent_open(d) == 0) {
-			d->agent_gone = false;
-			log_info("agent-ctl-path reconnected");
-			d->next_hello_ns = 0;
+	if (d->agent_gone) {
+		r = d->ctl_err = port_open(&d->ctl, true);
+		if (r < 0 && !daemon_reconnect_refused(d, &d->ctl, r))
+			return;
+		if (r == 0) {
+			agentctl_free(d->agent);
+			d->agent = NULL;
+			if (daemon_agent_open(d) == 0) {
+				d->agent_gone = false;
+				log_info("agent-ctl-path reconnected");
+				d->next_hello_ns = 0;
+			}
 		}
 	}
 	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
-		if (!d->data_gone[k] || !d->spools[k] || port_open(&d->data[k], false) < 0)
+		if (!d->data_gone[k] || !d->spools[k])
 			continue;
+		if ((r = port_open(&d->data[k], false)) < 0) {
+			daemon_reconnect_refused(d, &d->data[k], r);
+			continue;
+		}
 		if (spool_rearm(d->spools[k], d->base) == 0)
 			d->data_gone[k] = false;
 	}

@@ -71,32 +71,42 @@ static int fifo_open(const char *path)
 	return fd;
 }
 
-/* A socket in sock/ whose server runs as the user that owns sock/ (QEMU's) or as root:
- * a link planted there to another service's socket is refused. */
+/* A socket QEMU made in sock/: the name opened O_PATH | O_NOFOLLOW (a link is refused, -ELOOP),
+ * what it opened checked (a socket with one name, made by the owner of sock/, QEMU's user, or by
+ * root) and connected through that descriptor (/proc/self/fd/N), so a name swapped after the
+ * check never reaches another socket; its server must run as sock/'s owner or root
+ * (SO_PEERCRED). -EACCES when it is not QEMU's. */
 static int sock_open(const char *path)
 {
-	char dir[PATH_MAX];
+	_cleanup_close_ int dfd = -1, pfd = -1, fd = -1;
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX], via[64];
 	struct stat st, dst;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	char *slash;
-	int fd, r;
+	int r;
 
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
-	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || stat(dir, &dst) < 0)
+	if (!slash || snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &dst) < 0)
 		return -ENOENT;
-	r = util_unix_connect(path, SOCK_NONBLOCK, &fd);
-	if (r < 0)
-		return r;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
-	    (cred.uid != 0 && cred.uid != dst.st_uid)) {
-		close(fd);
+	pfd = openat(dfd, slash + 1, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0 || fstat(pfd, &st) < 0)
+		return -ENOENT;
+	if (S_ISLNK(st.st_mode))
+		return -ELOOP;
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOENT;
+	/* a hard link keeps its owner and adds a name: another service's socket is neither */
+	if (st.st_nlink != 1 || (st.st_uid != dst.st_uid && st.st_uid != 0))
 		return -EACCES;
-	}
-	return fd;
+	snprintf(via, sizeof(via), "/proc/self/fd/%d", pfd);
+	if ((r = util_unix_connect(via, SOCK_NONBLOCK, &fd)) < 0)
+		return r;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || (cred.uid != 0 && cred.uid != dst.st_uid))
+		return -EACCES;
+	return TAKE_FD(fd);
 }
 
 /* Opens the port; writable also opens NAME.in for FIFO pairs. */

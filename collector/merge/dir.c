@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collector.h"
 #include "log.h"
 #include "out.h"
 #include "util.h"
@@ -37,26 +38,36 @@ int merge_newest_host_dump(const char *dir, char *buf, size_t len)
 	return snprintf(buf, len, "%s/%s", dir, best) < (int)len ? 0 : -ENAMETOOLONG;
 }
 
-static void unlink_in(const char *dir, const char *name)
+/* A kcore_dir__* of an OUT.old being removed: a real directory of ours (opened O_NOFOLLOW, never
+ * a link followed), its kallsyms and modules removed by name inside it, then itself. */
+static int dir_remove_kcore(int dfd, const char *name)
 {
-	char p[PATH_MAX];
+	_cleanup_close_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
 
-	if (snprintf(p, sizeof(p), "%s/%s", dir, name) < (int)sizeof(p))
-		unlink(p);
+	if (sub < 0)
+		return errno == ENOTDIR ? -ELOOP : -errno; /* a link, or a file */
+	if (fstat(sub, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid())
+		return -EPERM;
+	if ((unlinkat(sub, "kallsyms", 0) < 0 && errno != ENOENT) || (unlinkat(sub, "modules", 0) < 0 && errno != ENOENT))
+		return -errno;
+	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
-/* Removes a perf.data directory this merge could have written (data, kcore_dir__*, buildids); anything
- * else in it is left alone and refused. */
-static int dir_remove_ours(const char *path)
+/* Removes what the perf.data directory dfd holds of a merge (data, kcore_dir__*, buildids), all
+ * relative to dfd, which it closes; anything else is left alone and refused. */
+static int dir_remove_ours(int dfd)
 {
-	_cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d;
+	DIR *d = fdopendir(dfd);
 	struct dirent *e;
 	int r = 0;
 
-	if (dfd < 0 || !(d = fdopendir(dfd)))
+	if (!d) {
+		close(dfd);
 		return -errno;
-	dfd = -1; /* the DIR owns it */
+	}
 	while (r == 0 && (e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
@@ -64,44 +75,68 @@ static int dir_remove_ours(const char *path)
 			r = unlinkat(dirfd(d), "data", 0) < 0 ? -errno : 0;
 		else if (!strcmp(e->d_name, GBIN_OUT_DIR))
 			r = merge_gbin_remove_dir(dirfd(d), GBIN_OUT_DIR);
-		else if (!strncmp(e->d_name, "kcore_dir", 9)) {
-			char sub[PATH_MAX + 256];
-
-			if (snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name) >= (int)sizeof(sub)) {
-				r = -ENAMETOOLONG;
-				break;
-			}
-			unlink_in(sub, "kallsyms");
-			unlink_in(sub, "modules");
-			r = rmdir(sub) < 0 ? -errno : 0;
-		} else
+		else if (!strncmp(e->d_name, "kcore_dir", 9))
+			r = dir_remove_kcore(dirfd(d), e->d_name);
+		else
 			r = -ENOTEMPTY;
 	}
 	closedir(d);
-	return r < 0 ? r : rmdir(path) < 0 ? -errno : 0;
+	return r;
 }
 
-/* OUT exists: it becomes OUT.old (an older OUT.old goes first). */
-static int out_backup(const char *out)
+/* OUT.old (name in the directory parent) as an earlier merge left it, removed: a file or a
+ * link by its name; a directory through its descriptor, opened O_NOFOLLOW, and only when it is
+ * ours, never through a link, so nothing outside it is removed. 0 or -errno, why said. */
+static int dir_remove_old(int parent, const char *name, const char *out, char *why, size_t len)
 {
-	char old[PATH_MAX];
 	struct stat st;
-	int r = 0;
+	int dfd, r;
 
-	if (lstat(out, &st) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (snprintf(old, sizeof(old), "%s.old", out) >= (int)sizeof(old))
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		r = errno == ENOENT ? 0 : -errno;
+	else if (!S_ISDIR(st.st_mode))
+		r = unlinkat(parent, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	else if ((dfd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		r = -errno;
+	else if (fstat(dfd, &st) == 0 && st.st_uid != geteuid()) {
+		close(dfd);
+		snprintf(why, len, "%s.old is a directory of uid %u, not ours (uid %u): it is not removed (what another "
+			 "user made may link anywhere); remove it yourself, or choose another -o", out, (unsigned)st.st_uid,
+			 (unsigned)geteuid());
+		return -EPERM;
+	} else if ((r = dir_remove_ours(dfd)) == 0)
+		r = unlinkat(parent, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+	if (r < 0)
+		snprintf(why, len, "%s.old cannot be replaced (%s%s): move it away, or choose another -o", out,
+			 r == -ELOOP || r == -EPERM ? "it holds a link or another user's directory, not followed: " : "",
+			 strerror(-r));
+	return r;
+}
+
+int merge_dir_keep_old(const char *out, char *why, size_t len)
+{
+	const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
+	char dir[PATH_MAX], old[NAME_MAX + 1];
+	_cleanup_close_ int parent = -1;
+	struct stat st;
+	int r;
+
+	snprintf(why, len, "%s: %s", out, strerror(ENAMETOOLONG));
+	if (snprintf(old, sizeof(old), "%s.old", base) >= (int)sizeof(old) ||
+	    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - out) + 1 : 1, slash ? out : ".") >= (int)sizeof(dir))
 		return -ENAMETOOLONG;
-	if (lstat(old, &st) == 0)
-		r = S_ISDIR(st.st_mode) ? dir_remove_ours(old) : unlink(old) < 0 ? -errno : 0;
-	if (r < 0) {
-		log_error("%s exists and %s cannot be replaced (%s): move it away, or choose another -o", out, old,
-			  strerror(-r));
-		return r;
+	parent = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (parent < 0 || fstatat(parent, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		r = -errno;
+		snprintf(why, len, "%s: %s", out, strerror(-r));
+		return r == -ENOENT && parent >= 0 ? 0 : r;
 	}
-	if (rename(out, old) < 0) {
-		log_error("cannot move the existing %s to %s: %s", out, old, strerror(errno));
-		return -errno;
+	if ((r = dir_remove_old(parent, old, out, why, len)) < 0)
+		return r;
+	if (renameat(parent, base, parent, old) < 0) {
+		r = -errno;
+		snprintf(why, len, "cannot move it to %s.old: %s", out, strerror(-r));
+		return r;
 	}
 	return 0;
 }
@@ -117,10 +152,13 @@ static bool dir_wanted(const struct merge_ctx *m)
 
 int merge_dir_prepare(struct merge_ctx *m, const char *out, char *data, size_t len)
 {
-	int r = out_backup(out);
+	char why[PATH_MAX + 256];
+	int r = merge_dir_keep_old(out, why, sizeof(why));
 
-	if (r < 0)
+	if (r < 0) {
+		log_error("%s exists: %s", out, why);
 		return r;
+	}
 	/* guest binaries go in OUT/buildids (merge_gbin_settle) */
 	m->out_dir = dir_wanted(m);
 	if (!m->out_dir) {

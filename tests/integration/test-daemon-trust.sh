@@ -95,5 +95,5 @@ chmod 0777 "$sd/sock"  # another user's service can now put its socket there
 fake_guest_as daemon --dir "$sd" --cpus 2 --pages 20 --socket
 out=$(collector start --name sockvm --dir "$sd" --run-dir "$RUN" --timeout 5 --no-host 2>&1); rc=$?
 check "start refuses a socket not served by sock/'s owner" test $rc -ne 0
-grep -q "does not run as the owner of $sd/sock" <<<"$out" && ok "the socket refusal names it" || fail "socket: $out"
+grep -q "is not QEMU.s socket: it, or the process serving it, does not belong to the owner of $sd/sock" <<<"$out" && ok "the socket refusal names it" || fail "socket: $out"
 finish
