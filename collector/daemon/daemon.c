@@ -107,29 +107,6 @@ static void daemon_write_pidfile(struct daemon *d)
 		log_warn("cannot write the pidfile: %s", strerror(errno));
 }
 
-bool daemon_port_refused(const struct daemon *d, const struct port *p, int r, char *buf, size_t len)
-{
-	char path[PATH_MAX + 8], target[PATH_MAX] = "", to[PATH_MAX + 16] = "";
-	ssize_t n;
-
-	port_path(p, true, path, sizeof(path));
-	if (r == -ELOOP) {
-		if ((n = readlink(path, target, sizeof(target) - 1)) > 0) /* it may have gone meanwhile */
-			snprintf(to, sizeof(to), " (to %.*s)", (int)n, target);
-		snprintf(buf, len, "%s is a symbolic link%s: refused, the daemon connects only to a socket QEMU made "
-			 "there, never through a link; remove the link and restart QEMU (QEMU's user, the owner of %s/"
-			 PORT_SOCK_DIR ", or root put it there)", path, to, d->o->vm_dir);
-		return true;
-	}
-	if (r == -EACCES) {
-		snprintf(buf, len, "%s is not QEMU's socket: it, or the process serving it, does not belong to the owner "
-			 "of %s/" PORT_SOCK_DIR " (QEMU's user) nor to root; re-run 'trace-collector setup --name %s "
-			 "--transport socket --owner USER:GROUP' and restart QEMU", path, d->o->vm_dir, d->o->name);
-		return true;
-	}
-	return false;
-}
-
 static int daemon_ports(struct daemon *d)
 {
 	char path[PATH_MAX + 8], why[2 * PATH_MAX + 512];
@@ -142,7 +119,7 @@ static int daemon_ports(struct daemon *d)
 	}
 	port_init(&d->ctl, d->o->vm_dir, "agent-ctl-path", d->kind);
 	r = port_open(&d->ctl, true);
-	if (daemon_port_refused(d, &d->ctl, r, why, sizeof(why))) {
+	if (port_refused(&d->ctl, r, d->o->vm_dir, d->o->name, why, sizeof(why))) {
 		log_error("%s", why);
 		return r;
 	}

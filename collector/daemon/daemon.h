@@ -143,7 +143,6 @@ static inline bool log_due(uint64_t *counter)
 /* ---- daemon.c ---- */
 /* r from port_open(p) refused the port (a link, -ELOOP; not QEMU's socket, -EACCES): true, and
  * the sentence naming it and what to do in buf. */
-bool daemon_port_refused(const struct daemon *d, const struct port *p, int r, char *buf, size_t len);
 
 /* ---- streams.c: the data ports and their spools ---- */
 /* Bytes an earlier session left in a FIFO (QEMU's pipe chardev never drops them). */

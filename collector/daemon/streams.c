@@ -41,7 +41,7 @@ static int daemon_open_stream(struct daemon *d, unsigned k)
 	snprintf(name, sizeof(name), "%s%u", daemon_stream_port(k), cpu);
 	port_init(&d->data[k], d->o->vm_dir, name, d->kind);
 	r = port_open(&d->data[k], false);
-	if (daemon_port_refused(d, &d->data[k], r, why, sizeof(why))) {
+	if (port_refused(&d->data[k], r, d->o->vm_dir, d->o->name, why, sizeof(why))) {
 		log_error("%s", why);
 		return r;
 	}

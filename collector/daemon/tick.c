@@ -190,7 +190,7 @@ static bool daemon_reconnect_refused(struct daemon *d, const struct port *p, int
 {
 	char why[2 * PATH_MAX + 512];
 
-	if (!daemon_port_refused(d, p, r, why, sizeof(why)))
+	if (!port_refused(p, r, d->o->vm_dir, d->o->name, why, sizeof(why)))
 		return true;
 	if (d->ph < PH_TRACING) {
 		daemon_fail(d, "%s", why);

@@ -205,3 +205,27 @@ pid_t port_peer_pid(const struct port *p)
 		return cred.pid;
 	return 0;
 }
+
+/* Why a socket port was refused (a link, or not QEMU's), in buf: true; false for other errors. */
+bool port_refused(const struct port *p, int r, const char *vm_dir, const char *name, char *buf, size_t len)
+{
+	char path[PATH_MAX + 8], target[PATH_MAX] = "", to[PATH_MAX + 16] = "";
+	ssize_t n;
+
+	port_path(p, true, path, sizeof(path));
+	if (r == -ELOOP) {
+		if ((n = readlink(path, target, sizeof(target) - 1)) > 0) /* it may have gone meanwhile */
+			snprintf(to, sizeof(to), " (to %.*s)", (int)n, target);
+		snprintf(buf, len, "%s is a symbolic link%s: refused, the daemon connects only to a socket QEMU made "
+			 "there, never through a link; remove the link and restart QEMU (QEMU's user, the owner of %s/"
+			 PORT_SOCK_DIR ", or root put it there)", path, to, vm_dir);
+		return true;
+	}
+	if (r == -EACCES) {
+		snprintf(buf, len, "%s is not QEMU's socket: it, or the process serving it, does not belong to the owner "
+			 "of %s/" PORT_SOCK_DIR " (QEMU's user) nor to root; re-run 'trace-collector setup --name %s "
+			 "--transport socket --owner USER:GROUP' and restart QEMU", path, vm_dir, name);
+		return true;
+	}
+	return false;
+}

@@ -24,3 +24,6 @@ void port_close(struct port *p);
 uint64_t port_drain(struct port *p);
 pid_t port_peer_pid(const struct port *p);
 const char *port_path(const struct port *p, bool reading, char *buf, size_t size);
+/* Why a socket port was refused (-ELOOP: a link; -EACCES: not QEMU's), said in buf with what to
+ * do: true; false for any other r. */
+bool port_refused(const struct port *p, int r, const char *vm_dir, const char *name, char *buf, size_t len);
