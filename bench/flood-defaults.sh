@@ -7,7 +7,7 @@
 # was freed from the spools behind the live merge, stop's wall time, the live merge's lag as
 # status showed it, and whether the 300 markers are in the output once each and in order.
 #   bench/flood-defaults.sh [SECONDS [FLOODS]]    (as root, after scripts/test built build/)
-# env START_ARGS: start options beside the defaults (e.g. '--max-size 2G' to see the bound act
+# env FLOOD_CMD: bgwide for 1000-byte lines (denser pages, a faster flood); START_ARGS: start options beside the defaults (e.g. '--max-size 2G' to see the bound act
 # sooner). A benchmark: it reports, it never fails on speed.
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +26,7 @@ e2e_boot --timeout $((secs + 900)) || { echo "boot failed"; exit 1; }
 # shellcheck disable=SC2086 # START_ARGS: words
 sess=$(e2e_start ${START_ARGS:-}) || { echo "start failed: $sess"; exit 1; }
 for _ in $(seq "$floods"); do
-	e2e_say bgflood && e2e_wait '^vt-e2e: bgflood started' 30 || exit 1
+	e2e_say "${FLOOD_CMD:-bgflood}" && e2e_wait '^vt-e2e: bgflood started' 30 || exit 1
 	sleep 0.5
 done
 t0=$(date +%s) peak=0 lag=0 last_noop=$t0
@@ -45,7 +45,7 @@ e2e_say bgstop; e2e_wait '^vt-e2e: bgflood stopped' 60
 e2e_run 300 || echo "markers: the workload failed"
 spooled=$(apparent "$sess")
 s0=$(date +%s.%N)
-sum=$(e2e_stop -o "$T/out.data" 2>&1); rc=$?
+sum=$(e2e_stop -v -o "$T/out.data" 2>&1); rc=$?
 sw=$(awk -v a="$s0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
 echo "$sum" | grep -E '^(stopped|cut|disk|output|losses|missing|live)'
 cut=no; grep -q '^cut:' <<<"$sum" && cut=yes
@@ -54,4 +54,7 @@ ok=no; e2e_markers "$T/out.data" 300 && ok=yes
 out=$(stat -c %s "$T/out.data" 2>/dev/null || du -sb "$T/out.data" | cut -f1)
 echo "RESULT secs=$secs floods=$floods spooled_bytes=$spooled session_peak_on_disk=$peak session_final_on_disk=$(on_disk "$sess") out_bytes=$out cut=$cut released=${released:-0} stop_rc=$rc stop_wall_s=$sw max_to_merge_mb=$lag markers_300_in_order=$ok start_args='${START_ARGS:-}'"
 rm -rf "$T/out.data"
+# the logs kept for a look (the session dir goes with the guest's tmp dir)
+keep=${KEEP_LOGS:-/tmp/flood-defaults-logs}
+mkdir -p "$keep" && cp "$sess/collector.log" "$sess/live-merge.log" "$LOG" "$keep/" 2>/dev/null
 e2e_end
