@@ -44,6 +44,9 @@ while read -t 120 cmd arg; do
 	bgflood)
 		/bin/workload -n 2000000000 -b 100000 -t bg -s 0 >/dev/null 2>&1 &
 		say "bgflood started" ;;
+	bgwide) # 1000-byte lines: ring pages as dense as a big trace_marker writer's
+		/bin/workload -n 2000000000 -b 100000 -t bg -s 0 -w 1000 >/dev/null 2>&1 &
+		say "bgflood started" ;;
 	bgstop)
 		killall workload
 		say "bgflood stopped" ;;

@@ -24,6 +24,7 @@ struct workload_opts {
 	long spin_ms;    /* -S: a "vt-spin" task per CPU spins this long between two markers */
 	const char *spin_name; /* -N: the spinners' task name instead of vt-spin */
 	int ncpus;
+	int width; /* -w: each line padded with spaces to this many bytes (a denser flood) */
 };
 
 static int workload_pin(int cpu)
@@ -45,7 +46,7 @@ static int workload_lines(const struct workload_opts *o)
 	}
 	for (long i = 0; i < o->lines; i++) {
 		int cpu = (int)(i / o->block % o->ncpus);
-		char line[64];
+		char line[1024];
 		int n;
 
 		if (i % o->block == 0 && workload_pin(cpu) < 0) {
@@ -54,6 +55,11 @@ static int workload_lines(const struct workload_opts *o)
 			return -1;
 		}
 		n = snprintf(line, sizeof(line), "vt-e2e %.16s %ld cpu %d\n", o->tag, i, cpu);
+		if (o->width > n && o->width <= (int)sizeof(line)) {
+			memset(line + n - 1, ' ', (size_t)(o->width - n));
+			line[o->width - 1] = '\n';
+			n = o->width;
+		}
 		if (write(fd, line, (size_t)n) != n) {
 			fprintf(stderr, "workload: write to %s failed: %s\n", o->marker, strerror(errno));
 			close(fd);
@@ -166,7 +172,7 @@ int main(int argc, char **argv)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	int c;
 
-	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:S:N:")) != -1) {
+	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:S:N:w:")) != -1) {
 		switch (c) {
 		case 'n': o.lines = strtol(optarg, NULL, 10); break;
 		case 'b': o.block = strtol(optarg, NULL, 10); break;
@@ -182,8 +188,9 @@ int main(int argc, char **argv)
 		case 's': o.switches = strtol(optarg, NULL, 10); break;
 		case 'S': o.spin_ms = strtol(optarg, NULL, 10); break;
 		case 'N': o.spin_name = optarg; break;
+		case 'w': o.width = (int)strtol(optarg, NULL, 10); break;
 		default:
-			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER] [-S SPIN_MS] [-N SPIN_NAME]\n");
+			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER] [-S SPIN_MS] [-N SPIN_NAME] [-w LINE_BYTES]\n");
 			return 2;
 		}
 	}
