@@ -81,6 +81,27 @@ TEST(projected_counts_the_output_ahead)
 	CHECK_INT(disk_total(&u), ==, 1750 + 100000);
 }
 
+TEST(projected_at_the_live_merges_ratio)
+{
+	/* The live merge read 100 MiB of pages into a 1 MiB output; 40 MiB of pages unread: they
+	 * come at that ratio, a quarter over, beside what is on disk (the perf spools as they are). */
+	struct disk_usage u = { .spools = (3ull << 30) + 200, .ftrace = 3ull << 30, .host = 500, .other = 50,
+				.live = 1ull << 20, .merged_in = 100ull << 20, .merged_out = 1ull << 20,
+				.pending = 40ull << 20 };
+	uint64_t on_disk = disk_total(&u);
+
+	CHECK_INT(disk_projected(&u), ==, on_disk + (40ull << 20) * 5 / 4 / 100 + 200);
+	/* far below the worst case the 100 s flood was cut by (ftrace pages x4) */
+	CHECK_INT(disk_projected(&u), <, on_disk + (100ull << 20));
+	/* a ratio over the worst case is held to it */
+	u.merged_out = 1000ull << 20;
+	CHECK_INT(disk_projected(&u), ==, on_disk + DISK_FTRACE_FACTOR * (40ull << 20) + 200);
+	/* under DISK_RATIO_MIN_IN read: no ratio yet, the worst case */
+	u.merged_in = DISK_RATIO_MIN_IN - 1;
+	CHECK_INT(disk_projected(&u), ==, u.spools + u.host + u.other +
+					  MAX(u.live, u.host + 200 + DISK_FTRACE_FACTOR * u.ftrace));
+}
+
 TEST(size_strings)
 {
 	char buf[32];
