@@ -8,8 +8,11 @@ import sys
 import tempfile
 import time
 
-PERF = "/usr/bin/perf"
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Debian 12's perf, or with VT_TEST_PERF=6.12 perf 6.12 from bookworm-backports (as lib.sh).
+PERF = {"": "/usr/bin/perf", "6.12": os.path.join(HERE, "../../scripts/perf-6.12")}.get(os.environ.get("VT_TEST_PERF", ""))
+if PERF is None:
+    sys.exit(f"VT_TEST_PERF={os.environ['VT_TEST_PERF']}: only perf 6.12 is unpacked besides Debian 12's (scripts/bootstrap)")
 
 
 def fail(msg):

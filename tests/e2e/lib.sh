@@ -4,7 +4,6 @@
 # do, and check the merged perf.data with the real perf. Environment from meson (README.md).
 . "$VT_SOURCE_ROOT/tests/integration/lib.sh"
 
-PERF=/usr/bin/perf
 E2E_DIR=$VT_SOURCE_ROOT/tests/e2e
 # VT_E2E_GUEST=6.12: the tests boot the 6.12 image (tests/e2e/subbuf, ring sub-buffers) instead of
 # Debian 12's 6.1; by hand, not in CI (QEMU 7.2's multi-threaded TCG bug panics that guest now

@@ -1,6 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Helpers for the shell integration tests: checks that name what failed, a final count.
 set -u
+# The perf the tests read what they write with: Debian 12's, or with VT_TEST_PERF=6.12 perf 6.12
+# from bookworm-backports (scripts/bootstrap unpacks it, scripts/perf-6.12 runs it). Not VT_PERF:
+# that names the perf the daemon records the host with (a path; VT_PERF=scripts/perf-6.12 works).
+case ${VT_TEST_PERF:-} in
+'') PERF=/usr/bin/perf ;;
+6.12) PERF=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/perf-6.12 ;;
+*) echo "VT_TEST_PERF=$VT_TEST_PERF: only perf 6.12 is unpacked besides Debian 12's (scripts/bootstrap)" >&2; exit 1 ;;
+esac
 vt_pass=0
 vt_fail=0
 

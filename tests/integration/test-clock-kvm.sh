@@ -9,7 +9,6 @@
 # offset 0 and a large offset. Unverified on real KVM here (PVM: no KVM guest boots).
 . "$(dirname "$0")/lib.sh"
 
-PERF=/usr/bin/perf
 T=/sys/kernel/tracing
 [ -x "$PERF" ] || { fail "perf not found at $PERF (install linux-perf)"; finish; exit 1; }
 [ -e $T/instances ] || mount -t tracefs nodev $T || { fail "cannot mount tracefs"; finish; exit 1; }

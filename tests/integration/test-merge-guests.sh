@@ -6,7 +6,6 @@
 # two sessions of one QEMU, more than 16 VMs, --follow.
 . "$(dirname "$0")/lib.sh"
 
-PERF=/usr/bin/perf
 [ -x "$PERF" ] || { fail "perf not found at $PERF (install linux-perf)"; finish; exit 1; }
 W=$(mktemp -d /tmp/vt-merge-guests.XXXXXX)
 trap 'rm -rf "$W"' EXIT

@@ -6,7 +6,6 @@
 # Guest pages come from a real tracefs instance of this host (capture-session).
 . "$(dirname "$0")/lib.sh"
 
-PERF=/usr/bin/perf
 T=/sys/kernel/tracing
 CHECK_CPU="$(dirname "$0")/check-vcpu-cpu.py"
 [ -x "$PERF" ] || { fail "perf not found at $PERF (install linux-perf)"; finish; exit 1; }

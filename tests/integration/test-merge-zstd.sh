@@ -8,7 +8,6 @@
 # overridden by -z, and trace-collector report reading both files alike.
 . "$(dirname "$0")/lib.sh"
 
-PERF=/usr/bin/perf
 T=/sys/kernel/tracing
 [ -x "$PERF" ] || { fail "perf not found at $PERF (install linux-perf)"; finish; exit 1; }
 W=$(mktemp -d /tmp/vt-merge-zstd.XXXXXX)

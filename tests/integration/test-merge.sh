@@ -4,7 +4,6 @@
 # from a real tracefs instance of this host (capture-session), checks with perf script/report.
 . "$(dirname "$0")/lib.sh"
 
-PERF=/usr/bin/perf
 T=/sys/kernel/tracing
 [ -x "$PERF" ] || { fail "perf not found at $PERF (install linux-perf)"; finish; exit 1; }
 [ -e $T/instances ] || mount -t tracefs nodev $T || { fail "cannot mount tracefs"; finish; exit 1; }
