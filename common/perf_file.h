@@ -9,6 +9,7 @@
 #define PERF_MAGIC2 0x32454c4946524550ull /* "PERFILE2" */
 #define PERF_ATTR_SIZE 128                 /* PERF_ATTR_SIZE_VER7: what perf 6.1 reads */
 #define PERF_FILE_ATTR_SIZE (PERF_ATTR_SIZE + 16)
+#define PERF_READER_ATTR_MAX 256 /* the longest attr read (newer perf's; the kernel's page is the limit) */
 #define PERF_FEAT_BITS 256
 
 _Static_assert(sizeof(struct perf_event_attr) == PERF_ATTR_SIZE, "perf_event_attr is VER7");

@@ -64,9 +64,11 @@ static int check_header(struct perf_reader *r, char *err, size_t errlen)
 		return fail(err, errlen, "not a PERFILE2 file of this machine's byte order");
 	if (h->size != sizeof(*h))
 		return fail(err, errlen, "header size %llu, expected 104", (unsigned long long)h->size);
-	if (h->attr_size < PERF_ATTR_SIZE_VER0 + 16 || h->attr_size > PERF_FILE_ATTR_SIZE)
-		return fail(err, errlen, "attr size %llu is not supported (perf 6.1 ABI is %u)",
-			    (unsigned long long)h->attr_size, PERF_FILE_ATTR_SIZE);
+	/* newer perf writes longer attrs (6.12: 136 bytes, config3); their fields past 6.1's are
+	 * read and must be zero (read_attrs) */
+	if (h->attr_size < PERF_ATTR_SIZE_VER0 + 16 || h->attr_size > PERF_READER_ATTR_MAX + 16 || h->attr_size % 8)
+		return fail(err, errlen, "attr size %llu is not supported (perf 6.1 writes %u, newer ones up to %u)",
+			    (unsigned long long)h->attr_size, PERF_FILE_ATTR_SIZE, PERF_READER_ATTR_MAX + 16);
 	if (!section_ok(&h->attrs, r->file_size) || h->attrs.offset < h->size)
 		return fail(err, errlen, "attrs section lies outside the file");
 	if (!section_ok(&h->data, r->file_size) || h->data.offset < h->size)
@@ -120,11 +122,19 @@ static int read_attrs(struct perf_reader *r, char *err, size_t errlen)
 		uint64_t off = r->hdr.attrs.offset + i * r->hdr.attr_size;
 		int q;
 
-		if (read_at(r, &a->attr, asz, off) < 0 || read_at(r, &ids, sizeof(ids), off + asz) < 0)
+		uint8_t ext[PERF_READER_ATTR_MAX - PERF_ATTR_SIZE];
+		size_t own = MIN(asz, (size_t)PERF_ATTR_SIZE), more = asz - own;
+
+		if (read_at(r, &a->attr, own, off) < 0 || (more && read_at(r, ext, more, off + own) < 0) ||
+		    read_at(r, &ids, sizeof(ids), off + asz) < 0)
 			return fail(err, errlen, "cannot read attr %zu", i);
 		if (a->attr.size != asz)
 			return fail(err, errlen, "attr %zu: size %u does not match the header's attr size %zu",
 				    i, a->attr.size, asz);
+		for (size_t k = 0; k < more; k++)
+			if (ext[k])
+				return fail(err, errlen, "attr %zu sets a field past perf 6.1's %u bytes (byte %zu: "
+					    "config3 or newer), which this merge cannot carry", i, PERF_ATTR_SIZE, PERF_ATTR_SIZE + k);
 		a->attr.size = PERF_ATTR_SIZE;
 		q = read_ids(r, a, &ids, &total, err, errlen);
 		if (q < 0)

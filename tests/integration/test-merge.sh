@@ -170,6 +170,20 @@ check "S: perf script and report read the output without a word on stderr" \
 check "S: every host mapping kept ($(mmap2_of "$SF") in the fixture)" \
 	test "$(mmap2_of "$W/s.data")" -eq $(($(mmap2_of "$SF") + $(mmap2_of "$W/f.data")))
 
+# --- P: a real host.data of perf 6.12 (152-byte attrs: tests/fixtures/host-perf612/README.md)
+P=$W/p
+PF=$VT_SOURCE_ROOT/tests/fixtures/host-perf612/host.data
+cp -r "$VT_SOURCE_ROOT/tests/fixtures/coarse-clock-fork" "$P"
+out=$("$TRACE_COLLECTOR" merge "$P" --host-data "$PF" -o "$W/p.data" 2>&1)
+check "P: merge of perf 6.12's host recording exits 0 ($(grep -m1 -i 'attr' <<<"$out"))" test -s "$W/p.data"
+check_out "P: every host sample in, every one written" '^  host: +recording merged, 92 samples in, 92 written' echo "$out"
+check "P: perf reads the output without a word on stderr" \
+	test -z "$("$PERF" script -i "$W/p.data" 2>&1 >/dev/null; "$PERF" report -i "$W/p.data" --stdio 2>&1 >/dev/null)"
+out=$("$TRACE_COLLECTOR" merge "$P" --host-data "$VT_SOURCE_ROOT/tests/fuzz/perf-reader/perf612-config3" -o "$W/p3.data" 2>&1)
+check_out "P: an attr that sets a field past perf 6.1's (config3) is refused, named" 'attr 0 sets a field past perf 6.1.s 128 bytes \(byte 128' echo "$out"
+check "P: its 92 host sched_switch in the output" \
+	test "$("$PERF" script -i "$W/p.data" -F event 2>/dev/null | grep -c '^ *sched:sched_switch:')" -eq 92
+
 # --- E: damaged guest: a page lost in transport, a scribbled page, a broken format file
 E=$W/e
 check "E: capture" capture "$E" 13 3 1 -e sched:sched_switch
