@@ -82,6 +82,11 @@ uint64_t perf_writer_size(const struct perf_writer *w)
 	return w->pos;
 }
 
+uint64_t perf_writer_records_bytes(const struct perf_writer *w)
+{
+	return w->in_bytes;
+}
+
 static int out_put(struct perf_writer *w, const void *d, size_t n)
 {
 	const uint8_t *p = d;

@@ -37,6 +37,8 @@ int perf_writer_open_pipe(int fd, struct perf_writer **ret);
 int perf_writer_flush(struct perf_writer *w);
 /* Bytes given to the file so far (compressed, as written): its size once flushed. */
 uint64_t perf_writer_size(const struct perf_writer *w);
+/* Bytes of the records given (before compression): what a reader holds decompressed. */
+uint64_t perf_writer_records_bytes(const struct perf_writer *w);
 /* Raw bytes into the stream (not a record). */
 int perf_writer_raw(struct perf_writer *w, const void *data, size_t len);
 /* Appends one record (header included, size a multiple of 8). */

@@ -245,6 +245,7 @@ static void summary_dir(const struct merge_ctx *m, const char *out)
 		printf(" (and %s/" GBIN_OUT_DIR "; no guest kernel symbols: perf -i %s reads it)\n", out, out);
 }
 
+#define MERGE_BIG_RECORDS (1ull << 30)
 static void summary(const struct merge_ctx *m, const char *out)
 {
 	uint64_t bytes_read = 0;
@@ -271,6 +272,13 @@ static void summary(const struct merge_ctx *m, const char *out)
 		       m->host.out_of_order, m->host.lost);
 	if (stat(out, &st) == 0)
 		printf("  output: %s (%lld bytes%s)\n", out, (long long)st.st_size, m->zstd ? ", zstd" : "");
+	/* perf keeps each decompressed chunk of a zstd file until it is done with the file (6.1 and
+	 * 6.12 alike: a 22.7 MB output of 2.9 GB of records took perf script 2.85 GB; bench/RESULTS.md) */
+	if (m->zstd && m->w && perf_writer_records_bytes(m->w) >= MERGE_BIG_RECORDS)
+		printf("  memory: its records are %.1f GB decompressed, and perf holds all of them in memory "
+		       "as it reads a compressed file: reading it needs about that much RAM (a session merged "
+		       "again with --no-compress needs none of it, but that much disk)\n",
+		       (double)perf_writer_records_bytes(m->w) / 1e9);
 	if (any_guest)
 		printf("  input read: %" PRIu64 " bytes of guest spools (one pass)\n", bytes_read);
 }
