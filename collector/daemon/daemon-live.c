@@ -393,9 +393,9 @@ void live_status(const struct daemon *d, FILE *f)
 	else if (!l->started)
 		fprintf(f, "live merge: waiting for every CPU's begin marker\n");
 	else
-		fprintf(f, "live merge: following (pid %d), %.1f MB written, %.1f MB of guest pages still to merge, "
-			"host perf acked %llu of %llu pings, %llu FLUSH sent, %llu not needed (every stream busy)%s\n",
-			(int)l->pid, (double)st.st_size / 1e6, (double)d->disk.pending / 1e6, (unsigned long long)l->acks,
-			(unsigned long long)l->pings, (unsigned long long)l->flushes, (unsigned long long)l->flushes_skipped,
+		fprintf(f, "live merge: following (pid %d), %.1f MB written, host perf acked %llu of %llu pings, "
+			"%llu FLUSH sent, %llu not needed (every stream busy); %.1f MB of guest pages still to merge%s\n",
+			(int)l->pid, (double)st.st_size / 1e6, (unsigned long long)l->acks, (unsigned long long)l->pings,
+			(unsigned long long)l->flushes, (unsigned long long)l->flushes_skipped, (double)d->disk.pending / 1e6,
 			l->flush_refused ? "; the agent cannot flush: guest events wait for stop" : "");
 }

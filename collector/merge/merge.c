@@ -57,7 +57,7 @@ static int host_open(const struct merge_options *o, const struct merge_vm *vm, c
 	}
 	fd = util_open_input(dfd, name, O_RDONLY, why, whylen);
 	/* --flight-recorder, the daemon killed before it renamed perf's last ring dump */
-	if (fd == -ENOENT && !named && merge_newest_host_dump(o->session_dir, dump, sizeof(dump)) == 0) {
+	if (fd == -ENOENT && !strcmp(name, "host.data") && merge_newest_host_dump(o->session_dir, dump, sizeof(dump)) == 0) {
 		log_info("%s: no %s: merging host perf's last ring dump %s", o->session_dir, buf, dump);
 		snprintf(buf, len, "%s", dump);
 		fd = util_open_input(dfd, strrchr(dump, '/') + 1, O_RDONLY, why, whylen);
