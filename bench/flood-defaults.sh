@@ -54,9 +54,10 @@ released=$(sed -n 's/^disk: \([0-9.]* [KMGT]iB\) of the spools freed.*/\1/p' <<<
 # perf keeps every decompressed zstd chunk of a file until the end (a 10-minute flood's 320 MB
 # output took more than this host's 24 GiB). PERF_RSS_MAX_KB (default 8 GiB) bounds it.
 ok=no
-rss=$( { /usr/bin/time -f 'rss_kb=%M' prlimit --as=$(( ${PERF_RSS_MAX_KB:-8388608} * 1024 )) \
+/usr/bin/time -o "$T/perf.time" -f '%M' prlimit --as=$(( ${PERF_RSS_MAX_KB:-8388608} * 1024 )) \
 	"$PERF" script -i "$T/out.data" -F event,trace 2>/dev/null |
-	sed -n 's/.*guest_ftrace:print:.*vt-e2e line \([0-9]*\) cpu.*/\1/p' | tr '\n' ' ' >"$T/markers"; } 2>&1 | sed -n 's/^rss_kb=//p')
+	sed -n 's/.*guest_ftrace:print:.*vt-e2e line \([0-9]*\) cpu.*/\1/p' | tr '\n' ' ' >"$T/markers"
+rss=$(tail -n 1 "$T/perf.time")
 [ "$(cat "$T/markers")" = "$(seq -s ' ' 0 299) " ] && ok=yes
 out=$(stat -c %s "$T/out.data" 2>/dev/null || du -sb "$T/out.data" | cut -f1)
 echo "RESULT secs=$secs floods=$floods spooled_bytes=$spooled session_peak_on_disk=$peak session_final_on_disk=$(on_disk "$sess") out_bytes=$out cut=$cut released=${released:-0} stop_rc=$rc stop_wall_s=$sw max_to_merge_mb=$lag markers_300_in_order=$ok perf_script_peak_rss_kb=${rss:-?} start_args='${START_ARGS:-}'"
