@@ -271,13 +271,25 @@ static void disk_release(struct daemon *d, struct disk_usage *u)
 	}
 	if (!freed)
 		return;
-	m->released += freed;
 	if (m->releases++ == 0)
 		log_info("disk: near a bound (%s left): %s of the spools the live merge has written into its output "
 			 "freed; an offline merge of %s no longer covers the session's start", disk_size_str(disk_room(d, u), a, sizeof(a)),
 			 disk_size_str(freed, b, sizeof(b)), d->s.dir);
 	disk_spools(d, u);
 	d->disk_total -= MIN(d->disk_total, freed);
+}
+
+/* What was freed behind the live merge, from the spools' own counts. */
+static uint64_t disk_released(const struct daemon *d)
+{
+	struct spool_stats st;
+	uint64_t n = 0;
+
+	for (unsigned k = 0; k < COLLECTOR_MAX_CPUS && k < ARRAY_SIZE(d->spools); k++) {
+		spool_stats(d->spools[k], &st);
+		n += st.released;
+	}
+	return n;
 }
 
 /* After a walk: far (the host.data watch rests, the next walk in DISK_FAR_TICKS ticks or once
@@ -356,10 +368,11 @@ void daemon_disk_tick(struct daemon *d)
 void daemon_disk_final(struct daemon *d)
 {
 	struct disk_usage u;
+	uint64_t released = disk_released(d);
 	char v[32];
 
-	if (d->merged.released) { /* an offline merge says what it lacks */
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)d->merged.released);
+	if (released) { /* an offline merge says what it lacks */
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)released);
 		session_ini_set(d->s.dir, "spools_released", v);
 	}
 
@@ -377,10 +390,10 @@ void daemon_disk_summary(const struct daemon *d, FILE *f)
 		disk_size_str(d->disk_total, a, sizeof(a)),
 		d->o->max_size ? disk_size_str(d->o->max_size, b, sizeof(b)) : "none",
 		disk_size_str(avail, c, sizeof(c)), d->o->min_free ? disk_size_str(d->o->min_free, e, sizeof(e)) : "none");
-	if (d->merged.released)
+	if (disk_released(d))
 		fprintf(f, "disk: %s of the spools freed near the bound once the live merge had written them "
 			"(the output has them; an offline 'merge' of the session dir lacks them; --keep-spools keeps them)\n",
-			disk_size_str(d->merged.released, a, sizeof(a)));
+			disk_size_str(disk_released(d), a, sizeof(a)));
 	if (d->disk_cut[0])
 		fprintf(f, "%s\n", d->disk_cut);
 }

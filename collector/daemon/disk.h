@@ -55,8 +55,7 @@ struct disk_merged {
 	bool known;                        /* live.progress read once */
 	uint64_t in, out;                  /* ftrace bytes it read; its output's size then */
 	uint64_t done[COLLECTOR_MAX_CPUS]; /* cpuN.spool: every page before it is in the output */
-	uint64_t released;                 /* bytes freed from the spools behind it */
-	unsigned releases;
+	unsigned releases;                 /* walks that freed spool pages behind it */
 	bool release_failed;               /* a spool's hole could not be punched (said once) */
 };
 enum disk_bound { DISK_BOUND_NONE, DISK_BOUND_LIMIT, DISK_BOUND_FLOOR };

@@ -316,20 +316,17 @@ static int spool_drop_oldest(struct spool *s)
 	return 0;
 }
 
-/* cpuN.released (tmp + rename): the merge counts the pages of the front hole as freed behind the
- * live merge, not as the flight recorder's, and an offline merge says what it lacks. */
+/* cpuN.released (util_replace_file): the merge counts the pages of the front hole as freed behind
+ * the live merge, not as the flight recorder's, and an offline merge says what it lacks. */
 static int spool_released_note(struct spool *s)
 {
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 40], text[96];
+	char name[48], text[96];
 	int n;
 
-	snprintf(path, sizeof(path), "%s/cpu%u.released", s->dir, s->cpu);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	snprintf(name, sizeof(name), "cpu%u.released", s->cpu);
 	n = snprintf(text, sizeof(text), "released=%" PRIu64 "\nhole_end=%" PRIu64 "\n", s->st.released,
 		     s->fr_hole_end);
-	if (util_write_file(tmp, text, (size_t)n, 0600) < 0 || rename(tmp, path) < 0)
-		return -errno;
-	return 0;
+	return util_replace_file(s->dir, name, text, (size_t)n);
 }
 
 int64_t spool_release(struct spool *s, uint64_t upto)

@@ -279,33 +279,20 @@ static int find_begin(struct merge_guest *g, struct guest_cpu *c, uint64_t size)
 }
 
 
-/* The flush marker pages the daemon's flight recorder freed from cpuN.spool (cpuN.fr), or 0. */
-static uint64_t fr_flush_pages(const struct merge_guest *g, int dfd, unsigned cpu)
+/* KEY of the daemon's note cpuN.SUFFIX about the hole at the front of cpuN.spool, or 0: cpuN.fr's
+ * flush_pages (flush marker pages among the flight recorder's), cpuN.released's released (bytes
+ * freed behind the live merge). */
+static uint64_t cpu_note(const struct merge_guest *g, int dfd, unsigned cpu, const char *suffix, const char *key)
 {
 	_cleanup_free_ char *text = NULL;
-	char name[32], val[32];
+	char name[48], val[32];
 	uint64_t n;
 
-	snprintf(name, sizeof(name), "cpu%u.fr", cpu);
-	if (merge_input_read(dfd, g->dir, name, 256, &text, NULL) < 0 || ini_get(text, "flush_pages", val, sizeof(val)) < 0 ||
+	snprintf(name, sizeof(name), "cpu%u.%s", cpu, suffix);
+	if (merge_input_read(dfd, g->dir, name, 256, &text, NULL) < 0 || ini_get(text, key, val, sizeof(val)) < 0 ||
 	    util_parse_u64(val, UINT64_MAX, &n) < 0)
 		return 0;
 	return n;
-}
-
-/* The pages the daemon freed from cpuN.spool behind the live merge (cpuN.released), or 0. */
-static uint64_t released_pages(const struct merge_guest *g, int dfd, unsigned cpu)
-{
-	uint32_t page_size = g->page_size;
-	_cleanup_free_ char *text = NULL;
-	char name[32], val[32];
-	uint64_t n;
-
-	snprintf(name, sizeof(name), "cpu%u.released", cpu);
-	if (!page_size || merge_input_read(dfd, g->dir, name, 256, &text, NULL) < 0 ||
-	    ini_get(text, "released", val, sizeof(val)) < 0 || util_parse_u64(val, UINT64_MAX, &n) < 0)
-		return 0;
-	return (n + page_size - 1) / page_size;
 }
 
 static void cpu_close(struct guest_cpu *c)
@@ -347,9 +334,10 @@ static int open_cpu(struct merge_guest *g, int dfd, struct guest_cpu *c)
 
 			c->pos += skip;
 			c->pages_dropped = skip / g->page_size;
-			released = MIN(released_pages(g, dfd, c->cpu), c->pages_dropped);
+			released = MIN((cpu_note(g, dfd, c->cpu, "released", "released") + g->page_size - 1) / g->page_size,
+				       c->pages_dropped);
 			/* of them, flush marker pages (cpuN.fr): not ring pages the guest sent */
-			c->pages_dropped -= MIN(fr_flush_pages(g, dfd, c->cpu), c->pages_dropped);
+			c->pages_dropped -= MIN(cpu_note(g, dfd, c->cpu, "fr", "flush_pages"), c->pages_dropped);
 			released = MIN(released, c->pages_dropped);
 			g->loss.released_pages += released;
 			g->loss.fr_dropped_pages += c->pages_dropped - released;
