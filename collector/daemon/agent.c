@@ -19,7 +19,8 @@
 
 static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 {
-	uint64_t id, host, guest, mono, now = util_now_ns(CLOCK_MONOTONIC);
+	/* In the host perf clock (CLOCK_MONOTONIC but for kvm on TIME_CONV), as daemon_probe_send. */
+	uint64_t id, host, guest, mono, now = clocksync_host_now(&d->clk);
 
 	if (agentctl_parse_probe_reply(m, &id, &host, &guest, &mono) < 0 || host > now) {
 		d->unexpected++;
@@ -27,7 +28,7 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 	}
 	/* A hold-out probe answered after the next probe went out (a burst began at stop or for a
 	 * snapshot): its marker is in the trace, so its times go to clock.holdout all the same. */
-	if (id != d->probe_id && id == d->holdout_id && !strcmp(d->s.clock_method, "ptp")) {
+	if (id != d->probe_id && id == d->holdout_id && daemon_holdout_method(d)) {
 		d->holdout_id = 0;
 		clocksync_probe(&d->clk, true, &(struct clock_sample){ .id = id, .host_send = host, .guest = guest,
 									 .host_recv = now });
@@ -40,8 +41,9 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 	if (id == d->holdout_id)
 		d->holdout_id = 0;
 	d->probe_pending = false;
-	/* kvm sessions probe only as a heartbeat: x86-tsc readings are no ptp samples. */
-	if (!strcmp(d->s.clock_method, "ptp"))
+	/* kvm sessions probe as a heartbeat, and for hold-out markers: x86-tsc readings are no
+	 * ptp samples. */
+	if (!strcmp(d->s.clock_method, "ptp") || (d->probe_mark && daemon_holdout_method(d)))
 		clocksync_probe(&d->clk, d->probe_mark,
 				&(struct clock_sample){ .id = id, .host_send = host, .guest = guest, .host_recv = now });
 	/* The live merge writes guest events up to the newest probe answered within

@@ -117,11 +117,41 @@ int clocksync_kvm_reading(struct clocksync *c)
 	if (r == 0 && fflush(c->kvm) != 0)
 		r = -EIO;
 	if (r == 0) {
+		for (unsigned i = 0; c->nkvm && i < vm->nvcpus && i < c->kvm_vcpus; i++) {
+			const struct tsc_kvm *a = &c->kvm_last[i], *b = &vm->vcpu[i];
+			uint64_t jump = a->offset > b->offset ? (uint64_t)a->offset - (uint64_t)b->offset
+							     : (uint64_t)b->offset - (uint64_t)a->offset;
+
+			if (a->offset == b->offset && a->ratio == b->ratio && a->frac_bits == b->frac_bits)
+				continue;
+			c->kvm_changes++;
+			c->kvm_jump_cycles = MAX(c->kvm_jump_cycles, jump);
+		}
 		c->nkvm++;
 		c->kvm_vcpus = vm->nvcpus;
+		memcpy(c->kvm_last, vm->vcpu, vm->nvcpus * sizeof(vm->vcpu[0]));
 	}
 	free(vm);
 	return r;
+}
+
+bool clocksync_host_tsc_stable(const char *available_path, char *why, size_t whylen)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = util_read_file(available_path, 4096, &text, NULL);
+
+	if (r < 0) {
+		snprintf(why, whylen, "cannot read %s (%s) to tell whether the host's TSC is stable", available_path,
+			 strerror(-r));
+		return false;
+	}
+	for (char *save = NULL, *w = strtok_r(text, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
+		if (!strcmp(w, "tsc"))
+			return true;
+	snprintf(why, whylen, "the host's TSC is not among its clocksources (%s: the kernel marked it unstable, "
+		 "see dmesg), so KVM rewrites each vCPU's TSC offset as it moves between host CPUs and the "
+		 "guest's TSC is not the host's plus the offsets read", available_path);
+	return false;
 }
 
 /* Host TSC → host perf clock: perf's TIME_CONV when the kernel offers it, else a measured
@@ -230,15 +260,25 @@ static int clocksync_ini_ptp(struct clocksync *c, FILE *f)
 	return r < 0 ? r : clockfit_write_ini(f, "ptp", &c->fit);
 }
 
+/* The largest offset change the readings saw, in ns of the host clock: how far a guest time
+ * between those two readings may be from the offset it was converted with. */
+static uint64_t clocksync_kvm_jump_ns(const struct clocksync *c, const struct clock_kvm *k)
+{
+	if (k->time_conv)
+		return (uint64_t)(((unsigned __int128)c->kvm_jump_cycles * k->tc.time_mult) >> k->tc.time_shift);
+	return (uint64_t)((double)c->kvm_jump_cycles * k->fit.ns_per_cycle);
+}
+
 static int clocksync_ini_kvm(struct clocksync *c, FILE *f, uint64_t started, uint64_t stopped)
 {
 	struct clock_kvm k = { 0 };
 
 	clocksync_kvm_conv_final(c, &k);
 	c->error_bound = c->time_conv ? 1 : MAX(k.fit.max_error_ns, 1);
+	c->error_bound = MAX(c->error_bound, clocksync_kvm_jump_ns(c, &k));
 	fprintf(f, "method=kvm\nsegments=0\nsamples=%u\nvcpus=%u\nerror_bound_ns=%" PRIu64
-		   "\nhost_started_ns=%" PRIu64 "\nhost_stopped_ns=%" PRIu64 "\n",
-		c->nkvm, c->kvm_vcpus, c->error_bound, started, stopped);
+		   "\nhost_started_ns=%" PRIu64 "\nhost_stopped_ns=%" PRIu64 "\ntsc_offset_changes=%u\n",
+		c->nkvm, c->kvm_vcpus, c->error_bound, started, stopped, c->kvm_changes);
 	return clock_kvm_write_conv(f, &k);
 }
 
@@ -267,7 +307,14 @@ int clocksync_finish(struct clocksync *c, const char *dir, const char *method, u
 
 void clocksync_describe(const struct clocksync *c, const char *method, char *buf, size_t size)
 {
-	if (!strcmp(method, "kvm"))
+	if (!strcmp(method, "kvm") && c->kvm_changes)
+		snprintf(buf, size, "kvm (host TSC → perf clock by %s), %u readings of %u vCPUs in kvm.samples, error bound %" PRIu64
+			 " ns: the vCPUs' TSC offsets changed %u times during the session, by up to %" PRIu64
+			 " cycles (KVM moves them on a host whose TSC is unstable, or the guest wrote its TSC), and a time "
+			 "between two readings is known only to within that",
+			 c->time_conv ? "perf's TIME_CONV" : "a measured TSC↔CLOCK_MONOTONIC fit", c->nkvm,
+			 c->kvm_vcpus, c->error_bound, c->kvm_changes, c->kvm_jump_cycles);
+	else if (!strcmp(method, "kvm"))
 		snprintf(buf, size, "kvm (host TSC → perf clock by %s), %u readings of %u vCPUs in kvm.samples, error bound %" PRIu64 " ns",
 			 c->time_conv ? "perf's TIME_CONV" : "a measured TSC↔CLOCK_MONOTONIC fit", c->nkvm,
 			 c->kvm_vcpus, c->error_bound);

@@ -29,6 +29,12 @@ struct clocksync {
 	struct tsc_conv tc;
 	struct tsc_fit fit0; /* measured at start */
 	unsigned nkvm, kvm_vcpus;
+	/* What the readings saw move: a vCPU's offset is the guest's TSC minus the host's only
+	 * while it holds, so a change (KVM rewrites it on an unstable host TSC; the guest wrote
+	 * its TSC) leaves the times between two readings uncertain by up to its size. */
+	struct tsc_kvm kvm_last[KVMCLOCK_MAX_VCPUS];
+	unsigned kvm_changes;       /* readings of a vCPU that differed from its previous one */
+	uint64_t kvm_jump_cycles;   /* the largest such difference, in host TSC cycles */
 };
 
 /* Opens DIR/clock.samples and DIR/clock.holdout (append). */
@@ -46,6 +52,11 @@ int clocksync_fit(struct clocksync *c);
 int clocksync_kvm_begin(struct clocksync *c, const char *dir, const char *debugfs, pid_t qemu_pid,
 			char *why, size_t whylen);
 int clocksync_kvm_reading(struct clocksync *c);
+/* Whether this host's TSC is a clocksource (SYSFS_CLOCKSOURCE's available_clocksource names
+ * tsc): when the kernel marked it unstable, KVM rewrites each vCPU's TSC offset as it moves
+ * between host CPUs, and the guest's TSC is not the host's plus the offsets read; *why says so. */
+bool clocksync_host_tsc_stable(const char *available_path, char *why, size_t whylen);
+#define SYSFS_CLOCKSOURCE "/sys/devices/system/clocksource/clocksource0/available_clocksource"
 /* True when host perf must record with -k CLOCK_MONOTONIC (ptp, or kvm without TIME_CONV). */
 bool clocksync_kvm_monotonic(const struct clocksync *c);
 /* Now in the host perf clock. */

@@ -34,13 +34,19 @@ uint64_t daemon_timeout(const struct daemon *d)
 
 void daemon_probe_send(struct daemon *d, bool mark)
 {
-	uint64_t now = util_now_ns(CLOCK_MONOTONIC);
+	/* The host perf clock: a hold-out marker's times are compared with its converted time. */
+	uint64_t now = clocksync_host_now(&d->clk);
 
 	d->probe_id++;
 	d->probe_mark = mark;
 	if (mark)
 		d->holdout_id = d->probe_id;
 	d->probe_pending = agentctl_send_probe(d->agent, d->probe_id, now, mark) == 0;
+}
+
+bool daemon_holdout_method(const struct daemon *d)
+{
+	return !strcmp(d->s.clock_method, "ptp") || !strcmp(d->s.clock_method, "kvm");
 }
 
 void daemon_discard_all(struct daemon *d)

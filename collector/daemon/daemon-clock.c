@@ -143,6 +143,14 @@ int daemon_choose_clock(struct daemon *d, char *why, size_t len)
 		want = "ptp"; /* the trace clock asked for rules kvm out */
 	else if (autom)
 		want = kvm_debugfs_has(d->o->kvm_debugfs, d->s.qemu_pid) && clocks_has(d->hello.clocks, "x86-tsc") ? "kvm" : "ptp";
+	if (!strcmp(want, "kvm") && !clocksync_host_tsc_stable(SYSFS_CLOCKSOURCE, kwhy, sizeof(kwhy))) {
+		if (!autom) {
+			snprintf(why, len, "--clock kvm: %s; --clock ptp aligns this guest", kwhy);
+			return -EINVAL;
+		}
+		log_warn("kvm clock method unusable (%s): using ptp", kwhy);
+		want = "ptp";
+	}
 	if (!strcmp(want, "kvm") && clocksync_kvm_begin(&d->clk, d->s.dir, d->o->kvm_debugfs, d->s.qemu_pid, kwhy, sizeof(kwhy)) < 0) {
 		if (!autom) {
 			snprintf(why, len, "--clock kvm: %s", kwhy);

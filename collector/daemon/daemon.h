@@ -120,6 +120,8 @@ struct daemon {
 /* ---- core.c ---- */
 uint64_t daemon_timeout(const struct daemon *d);
 void daemon_probe_send(struct daemon *d, bool mark);
+/* Whether the session's method converts hold-out markers (--holdout-probes): ptp and kvm. */
+bool daemon_holdout_method(const struct daemon *d);
 void daemon_notify(struct daemon *d, const char *line);
 /* Enters phase ph, with a deadline timeout_ns from now (0: none). */
 void daemon_set_phase(struct daemon *d, enum phase ph, uint64_t timeout_ns);

@@ -135,7 +135,7 @@ static void daemon_tick_deadline(struct daemon *d, uint64_t now)
 static void daemon_tick_probe(struct daemon *d, uint64_t now)
 {
 	/* Sent even when the last probe is unanswered: a lost reply must not end the heartbeat. */
-	d->holdout_due = d->o->holdout && !strcmp(d->s.clock_method, "ptp");
+	d->holdout_due = d->o->holdout && daemon_holdout_method(d);
 	daemon_probe_send(d, false);
 	if (d->clk.kvm_on && clocksync_kvm_reading(&d->clk) < 0 && log_due(&d->unexpected))
 		log_warn("kvm: cannot read %s/vcpu*/tsc-offset", d->clk.kvm_dir);
