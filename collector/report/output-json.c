@@ -45,6 +45,8 @@ static void json_culprit_guest(const struct report *r, const struct report_stall
 
 static void json_stall(const struct report *r, const struct report_stall *s, FILE *out)
 {
+	const char *nm;
+
 	fprintf(out, "{\"vcpu\":%u,\"machine_pid\":%d,\"start_ns\":%llu,\"end_ns\":%llu,\"duration_ns\":%llu,\"cause\":",
 		s->vcpu, r->vms[s->vm].machine_pid, (unsigned long long)s->start, (unsigned long long)s->end,
 		(unsigned long long)(s->end - s->start));
@@ -68,6 +70,11 @@ static void json_stall(const struct report *r, const struct report_stall *s, FIL
 		s->guest_pid, (long long)s->exit_reason, (unsigned long long)s->woken_at, s->woken_at ? s->waker_pid : -1);
 	if (s->woken_at)
 		json_str(out, s->waker_comm);
+	else
+		fputs("null", out);
+	fputs(",\"exit_name\":", out);
+	if (s->cause == REPORT_VM_EXIT && (nm = report_exit_name(r, s->exit_reason)))
+		json_str(out, nm);
 	else
 		fputs("null", out);
 	fputc('}', out);
@@ -96,11 +103,17 @@ static void json_vcpu(const struct report *r, const struct report_vm *m, uint32_
 			(unsigned long long)v->culprits[i].t.ns, v->culprits[i].n);
 	}
 	fputs("],\"exits\":[", out);
-	for (size_t i = 0; i < v->n_exits; i++)
-		fprintf(out, "%s{\"reason\":%lld,\"n\":%llu,\"ns\":%llu}", i ? "," : "", (long long)v->exits[i].reason,
-			(unsigned long long)v->exits[i].n, (unsigned long long)v->exits[i].ns);
+	for (size_t i = 0; i < v->n_exits; i++) {
+		const char *nm = report_exit_name(r, v->exits[i].reason);
+
+		fprintf(out, "%s{\"reason\":%lld,\"name\":", i ? "," : "", (long long)v->exits[i].reason);
+		if (nm)
+			json_str(out, nm);
+		else
+			fputs("null", out);
+		fprintf(out, ",\"n\":%llu,\"ns\":%llu}", (unsigned long long)v->exits[i].n, (unsigned long long)v->exits[i].ns);
+	}
 	fputs("]}", out);
-	(void)r;
 }
 
 void report_json(const struct report *r, const struct report_filter *f, FILE *out)

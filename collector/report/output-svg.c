@@ -124,6 +124,14 @@ static void svg_stall(const struct report *r, struct svg *s, const struct report
 		(unsigned long long)st->start, (unsigned long long)(st->end - st->start));
 	fprintf(s->out, "vCPU %u of VM %d stalled %.3f ms at %.9f s: %s", st->vcpu, r->vms[st->vm].machine_pid,
 		(double)(st->end - st->start) / 1e6, (double)st->start / 1e9, report_cause_name(st->cause));
+	if (st->cause == REPORT_VM_EXIT && st->exit_reason >= 0) {
+		const char *nm = report_exit_name(r, st->exit_reason);
+
+		if (nm)
+			fprintf(s->out, " (%s)", nm);
+		else
+			fprintf(s->out, " (reason %lld)", (long long)st->exit_reason);
+	}
 	if (st->culprit.pid >= 0) {
 		report_culprit_text(r, st, c, sizeof(c));
 		fputs(", culprit ", s->out);

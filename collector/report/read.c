@@ -39,7 +39,7 @@ static const struct {
 struct fmt {
 	bool present;
 	uint32_t id;
-	int32_t prev_pid, prev_comm, prev_state, next_pid, next_comm, pid, reason, target_cpu;
+	int32_t prev_pid, prev_comm, prev_state, next_pid, next_comm, pid, reason, target_cpu, isa;
 	uint32_t state_size, reason_size;
 };
 
@@ -125,6 +125,7 @@ static void fmt_fields(struct fmt *m, const struct tep_format *f)
 	m->pid = field_off(f, "pid", 4, 4, NULL);
 	m->target_cpu = field_off(f, "target_cpu", 4, 4, NULL);
 	m->reason = field_off(f, "exit_reason", 4, 8, &m->reason_size);
+	m->isa = field_off(f, "isa", 4, 4, NULL); /* kvm_exit since Linux 5.13 */
 }
 
 static int find_formats(const char *sys, const struct td_text *t, void *ud)
@@ -385,6 +386,8 @@ static void host_sample(struct report_feed *d, int kind, const struct smp *s)
 		report_host_wakeup(d->r, s->time, s->cpu, s->tid, raw_s32(s, f->pid, -1), raw_s32(s, f->target_cpu, -1));
 		break;
 	case K_KVM_EXIT:
+		if (!d->r->kvm_isa)
+			d->r->kvm_isa = (uint32_t)MAX(raw_s32(s, f->isa, 0), 0);
 		report_host_kvm(d->r, s->time, s->tid, true, raw_long(s, f->reason, f->reason_size, -1));
 		break;
 	case K_KVM_ENTRY:

@@ -157,6 +157,7 @@ struct report {
 	uint64_t t_first, t_last, host_first, host_last;
 	/* what the file holds */
 	bool has_host, has_switch, has_wakeup, has_kvm, has_guest;
+	uint32_t kvm_isa;       /* kvm_exit's isa field: 1 VMX (Intel), 2 SVM (AMD), 0 unknown */
 	uint64_t host_switches, host_lost, records, out_of_order;
 	char notes[8][256];
 	size_t n_notes;
@@ -184,6 +185,9 @@ void report_guest_task(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t t,
 void report_end(struct report *r);
 void report_note(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *report_cause_name(enum report_cause c);
+/* The name of a kvm_exit reason on the file's ISA ("hlt", "io", "msr", "npf" ...), as perf kvm
+ * stat names them; NULL when the ISA or the code is not known. */
+const char *report_exit_name(const struct report *r, int64_t reason);
 /* The VM index of a vCPU thread tid (-1: not a VM of the file) with its vCPU and QEMU pid
  * (-1, -1: no vCPU thread at all). */
 long report_vcpu_of(const struct report *r, int32_t tid, int32_t *ret_vcpu, int32_t *ret_machine_pid);
