@@ -9,6 +9,8 @@
 #   spin MS [f]    a task "vt-spin" per CPU spins MS ms between "vt-e2e spin begin/end cpu C"
 #                  markers (f: at SCHED_FIFO, starving the agent on that CPU)
 #   spinas NAME MS as spin, the tasks named NAME
+#   pio MS         as spin, the tasks named vt-pio reading the CMOS port in a loop (0x70/0x71: a
+#                  VM exit to QEMU's RTC model per access under KVM)
 #   bgflood        a workload writing markers as fast as it can in the background, until poweroff
 #   bgstop         ends that workload
 #   restart-agent  kills the running trace-agent and starts a new one (no arguments)
@@ -37,6 +39,9 @@ while read -t 120 cmd arg; do
 		set -- $arg
 		if [ "$2" = f ]; then /bin/workload -S "$1" -f >/dev/null; else /bin/workload -S "$1" >/dev/null; fi
 		say "spin done $1 status $?" ;;
+	pio) # "pio MS": vt-pio spins on every CPU reading the CMOS port, a VM exit per access
+		/bin/workload -S "$arg" -N vt-pio -P >/dev/null
+		say "pio done $arg status $?" ;;
 	spinas)
 		set -- $arg
 		/bin/workload -S "$2" -N "$1" >/dev/null

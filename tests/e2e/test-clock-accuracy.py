@@ -12,7 +12,10 @@ and the control port's round-trip times.
 With --live the session runs --live-merge: the markers are converted while tracing, with the
 fit of the probes so far, and must lie between their probe's times widened by the error bound
 the session states (a fit with fewer samples on a marker's far side is less exact).
-  usage: test-clock-accuracy.py [--seconds N] [--interval SEC] [--result FILE] [--live]"""
+With --kvm (inside tests/e2e/kvm-l1's L1, the guest under KVM) the start takes every default but
+--holdout-probes: clock auto must choose kvm, and each marker must lie between its probe's times
+widened by the bound the session states; the markers are counted per vCPU.
+  usage: test-clock-accuracy.py [--seconds N] [--interval SEC] [--result FILE] [--live | --kvm]"""
 import argparse
 import os
 import re
@@ -24,7 +27,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2elib import PERF, collector, fail, main as e2e_main, ok  # noqa: E402
 
-MARK_RE = re.compile(r"^\s*(\d+)\.(\d{9}):\s+guest_ftrace:print:.*vt-probe (\d+)")
+MARK_RE = re.compile(r"^\s*(?:VCPU:\s*\d+\s+)?(\d+)\.(\d{9}):\s+guest_ftrace:print:.*vt-probe (\d+)")
+CLOCKSOURCES = "/sys/devices/system/clocksource/clocksource0/available_clocksource"
+VCPU_RE = re.compile(r"VCPU:\s*(\d+)")
 
 
 def read_probes(path):
@@ -42,13 +47,15 @@ def pct(values, p):
     return v[min(len(v) - 1, int(p / 100 * len(v)))]
 
 
-def record(g, tmp, seconds, interval, live):
+def record(g, tmp, seconds, interval, live, kvm):
     run_dir, out = f"{tmp}/run", f"{tmp}/merged.data"
     os.makedirs(run_dir)
-    r = collector("start", "--name", "vt-e2e", "--dir", g.dir, "--run-dir", run_dir, "--clock", "ptp",
-                  "--probe-interval", str(interval), "--holdout-probes", "-e", "sched:sched_switch",
-                  "--host-events", "sched:sched_switch", "-o", out, *(["--live-merge"] if live else ["--no-live-merge"]),
-                  timeout=120)
+    if kvm:  # every default (clock auto, events, host recording, live merge) but the hold-out probes
+        args = ["--holdout-probes", "-o", out]
+    else:
+        args = ["--clock", "ptp", "--probe-interval", str(interval), "--holdout-probes", "-e", "sched:sched_switch",
+                "--host-events", "sched:sched_switch", "-o", out, *(["--live-merge"] if live else ["--no-live-merge"])]
+    r = collector("start", "--name", "vt-e2e", "--dir", g.dir, "--run-dir", run_dir, *args, timeout=120)
     if r.returncode != 0:
         fail(f"trace-collector start failed ({r.returncode}): {r.stderr}")
     session = r.stdout.strip().splitlines()[-1]
@@ -56,6 +63,13 @@ def record(g, tmp, seconds, interval, live):
     g.say("go\n")
     time.sleep(seconds)
     st = collector("status", "--name", "vt-e2e", "--run-dir", run_dir, timeout=30)
+    if kvm == "kvm":
+        return record_kvm(g, session, out, run_dir, st)
+    if kvm:  # KVM on a host whose TSC is unstable: auto took ptp, and said why
+        log = open(f"{session}/collector.log").read()
+        if not re.search(r"kvm clock method unusable \(the host's TSC is not among its clocksources .*\): using ptp", log):
+            fail(f"clock auto on a host with an unstable TSC did not say why it left kvm:\n{log}")
+        ok("clock auto: kvm left for ptp, the host's unstable TSC named")
     if not re.search(r"^clock: ptp, \d+ probe samples", st.stdout, re.M):
         fail(f"status does not state the clock fit:\n{st.stdout}{st.stderr}")
     ok("status states method, samples, error bound: " + re.search(r"^clock: .*$", st.stdout, re.M).group(0))
@@ -84,12 +98,32 @@ def record(g, tmp, seconds, interval, live):
     return session, out, final, bound
 
 
-def check_session_ini(session, bound):
+def record_kvm(g, session, out, run_dir, st):
+    """The kvm method's status and stop lines; returns as record does."""
+    if not re.search(r"^clock: kvm \(host TSC → perf clock by [^)]*\), \d+ readings of 2 vCPUs", st.stdout, re.M):
+        fail(f"status does not state the kvm method (clock auto under KVM):\n{st.stdout}{st.stderr}")
+    ok("status: " + re.search(r"^clock: .*$", st.stdout, re.M).group(0))
+    r = collector("stop", "-v", "--name", "vt-e2e", "--run-dir", run_dir, timeout=180)
+    g.say("end\n")
+    if r.returncode != 0:
+        fail(f"trace-collector stop failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    m = re.search(r"^clock: kvm \(host TSC → perf clock by [^)]*\), (\d+) readings of 2 vCPUs in kvm.samples, "
+                  r"error bound (\d+) ns.*\(clock\.ini\)$", r.stdout, re.M)
+    if not m:
+        fail(f"stop's summary does not state the kvm readings:\n{r.stdout}")
+    ok("stop's summary: " + m.group(0))
+    if not re.search(r"clock: +aligned \(kvm, 0 segments, \d+ samples, error bound \d+ ns\)$", r.stdout, re.M):
+        fail(f"the merge did not apply clock.ini:\n{r.stdout}")
+    ok("the merge applied clock.ini (kvm, aligned)")
+    return session, out, int(m.group(2)), int(m.group(2))
+
+
+def check_session_ini(session, bound, method="ptp"):
     ini = dict(l.split("=", 1) for l in open(f"{session}/session.ini").read().splitlines() if "=" in l)
-    if ini.get("clock_method") != "ptp" or int(ini.get("clock_samples", 0)) < 64 \
+    if ini.get("clock_method") != method or (method == "ptp" and int(ini.get("clock_samples", 0)) < 64) \
        or int(ini.get("clock_error_bound_ns", -1)) != bound:
         fail(f"session.ini clock keys: {ini.get('clock_method')} {ini.get('clock_samples')} {ini.get('clock_error_bound_ns')}")
-    ok(f"session.ini: clock_method=ptp clock_samples={ini['clock_samples']} clock_error_bound_ns={bound}")
+    ok(f"session.ini: clock_method={method} clock_samples={ini['clock_samples']} clock_error_bound_ns={bound}")
 
 
 def check_markers(session, out, bound=0):
@@ -100,15 +134,17 @@ def check_markers(session, out, bound=0):
     if len(holdout) < 5:
         fail(f"only {len(holdout)} hold-out probes in clock.holdout")
     ok(f"{len(holdout)} hold-out probes in clock.holdout, none among the {len(fitted)} fitted")
-    ps = subprocess.run([PERF, "script", "-i", out, "--ns", "-F", "time,event,trace"],
+    ps = subprocess.run([PERF, "script", "-i", out, "--ns", "-F", "time,event,trace,vcpu"],
                         capture_output=True, text=True)
     if ps.returncode != 0:
         fail(f"perf script failed: {ps.stderr}")
-    marks = {}
+    marks, vcpu_of = {}, {}
     for line in ps.stdout.splitlines():
         m = MARK_RE.match(line)
         if m:
             marks[int(m.group(3))] = int(m.group(1)) * 10**9 + int(m.group(2))
+            v = VCPU_RE.search(line)
+            vcpu_of[int(m.group(3))] = int(v.group(1)) if v else -1
     missing = sorted(set(holdout) - set(marks))
     if missing or not marks:
         fail(f"{len(marks)} markers in the merged file; hold-out probes without one: {missing[:10]}")
@@ -125,7 +161,7 @@ def check_markers(session, out, bound=0):
     rtts = [r - s for s, _, r in list(fitted.values()) + list(holdout.values())]
     # Markers whose probe came back fast bracket the true time tightly: their distance to the
     # midpoint shows the fit's error rather than the probe's own latency.
-    fast = statistics.median(r - s for s, _, r in fitted.values()) * 2
+    fast = statistics.median(r - s for s, _, r in (fitted or holdout).values()) * 2  # kvm: no fitted probes
     tight = [abs(t - (holdout[k][0] + holdout[k][2]) / 2) for k, t in marks.items()
              if holdout[k][2] - holdout[k][0] <= fast]
     res = {
@@ -136,6 +172,9 @@ def check_markers(session, out, bound=0):
         "tight_markers": len(tight), "tight_median_mid_ns": int(statistics.median(tight)) if tight else -1,
         "tight_worst_mid_ns": int(max(tight)) if tight else -1,
     }
+    for c in sorted(set(vcpu_of.values())):
+        res[f"vcpu{c}_markers"] = sum(1 for k in marks if vcpu_of[k] == c)
+        res[f"vcpu{c}_violations"] = sum(1 for k, _, _ in viol if vcpu_of[k] == c)
     print("RESULT " + " ".join(f"{k}={v}" for k, v in res.items()), flush=True)
     if viol:
         fail(f"{len(viol)} markers outside [host send{' - bound' if bound else ''}, host reply"
@@ -155,14 +194,21 @@ def main():
     ap.add_argument("--result")
     ap.add_argument("--keep", help="copy the session's clock files here (for analysis)")
     ap.add_argument("--live", action="store_true", help="start --live-merge: the markers converted while tracing")
+    ap.add_argument("--kvm", action="store_true",
+                    help="under KVM (tests/e2e/kvm-l1): every start default, --clock auto must take kvm; "
+                         "the markers must lie inside their probe's times widened by its stated bound")
     a = ap.parse_args()
     if a.seconds is None:
-        a.seconds = 14 if a.live else 8
+        a.seconds = 30 if a.kvm else 14 if a.live else 8  # kvm: the default 3 s probe period
 
     def body(g, tmp):
         g.wait("guest up, agent started", "vt-e2e: waiting for go", 90)
-        session, out, final, bound = record(g, tmp, a.seconds, a.interval, a.live)
-        check_session_ini(session, final)
+        # Under KVM, clock auto takes kvm where the host's TSC is a clocksource, ptp where it is not.
+        kvm = a.kvm and ("kvm" if "tsc" in open(CLOCKSOURCES).read().split() else "ptp")
+        if a.kvm:
+            ok(f"the host's clocksources: {open(CLOCKSOURCES).read().strip()}; expecting clock {kvm}")
+        session, out, final, bound = record(g, tmp, a.seconds, a.interval, a.live, kvm)
+        check_session_ini(session, final, "kvm" if kvm == "kvm" else "ptp")
         if a.keep:
             os.makedirs(a.keep, exist_ok=True)
             for f in ("clock.samples", "clock.holdout", "clock.ini", "session.ini", "live-merge.log"):
@@ -172,7 +218,7 @@ def main():
         # Live, each marker was converted with the fit of the probes before it (fewer samples
         # on its far side than the final fit): it must hold the stated error bound (the largest
         # of the live fits' and the final one's).
-        res = check_markers(session, out, bound if a.live else 0)
+        res = check_markers(session, out, bound if a.live or a.kvm else 0)
         res["error_bound_ns"] = final
         res["live_error_bound_ns"] = bound if a.live else 0
         if a.result:

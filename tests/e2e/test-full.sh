@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # e2e: a user's full day on the real guest. setup → boot (setup's QEMU args, debug-threads=on,
 # 2 vCPUs) → trace-collector start -e sched,irq,timer with host recording (clock auto → ptp
-# under TCG) → workload (N numbered trace_marker lines over both vCPUs + context switches) →
+# under TCG, kvm under KVM: VT_E2E_ACCEL=kvm in tests/e2e/kvm-l1's L1) → workload (N numbered trace_marker lines over both vCPUs + context switches) →
 # status → stop -o → checks with the real perf script / perf report.
 #   test-full.sh pipe|socket N
 . "$(dirname "$0")/lib.sh"
@@ -21,15 +21,27 @@ echo "$st"
 check_out "status: tracing" '^state: tracing' echo "$st"
 check_out "status: pages arrived" '^cpu[01] +[1-9][0-9]* +[1-9]' echo "$st"
 sess=$(e2e_session)
-# This TCG guest's mono reads hpet (Debian 12's 6.1; 6.12 picks tsc): x86-tsc is the cheaper
-# trace clock, and the agent's warp test saw it agree across both vCPUs (bench cost: the traced
-# workload runs faster with it). On tsc, mono is read in place and stays.
-check_out "hello: the guest's clocksource, x86-tsc agrees across CPUs" '^guest_clock_res=.* x86-tsc-warp=0 clocksource=[a-z_0-9]+$' cat "$sess/session.ini"
-cs=$(sed -n 's/^guest_clock_res=.* clocksource=//p' "$sess/session.ini")
-[ -n "${VT_E2E_GUEST:-}" ] || check "the default (6.1) guest's mono reads hpet (so the x86-tsc choice is tested)" test "$cs" = hpet
-case $cs in hpet|acpi_pm) want=x86-tsc ;; *) want=mono ;; esac
-check_out "auto trace clock: $want beside a $cs mono" "^guest_clock=$want\$" cat "$sess/session.ini"
-check_out "status: ptp clock with samples" '^clock: ptp, [1-9][0-9]* probe samples' echo "$st"
+if [ "${VT_E2E_ACCEL:-}" = kvm ]; then
+	# Under KVM (tests/e2e/kvm-l1: KVM nested in TCG) --clock auto takes kvm: the guest's
+	# x86-tsc and its vCPUs' TSC offsets from KVM's debugfs; the guest's mono reads kvm-clock.
+	method=kvm
+	check_out "hello: the guest's clocksource is kvm-clock" '^guest_clock_res=.* clocksource=kvm-clock$' cat "$sess/session.ini"
+	check_out "auto clock method: kvm" '^clock_method=kvm$' cat "$sess/session.ini"
+	check_out "kvm traces with x86-tsc" '^guest_clock=x86-tsc$' cat "$sess/session.ini"
+	check_out "status: kvm clock with readings" '^clock: kvm \(host TSC → perf clock by [^)]*\), [1-9][0-9]* readings of 2 vCPUs' echo "$st"
+	check_out "QEMU's vCPU threads are CPU n/KVM" '^CPU 1/KVM$' cat "/proc/$qpid/task/${tids[1]}/comm"
+else
+	method=ptp
+	# This TCG guest's mono reads hpet (Debian 12's 6.1; 6.12 picks tsc): x86-tsc is the cheaper
+	# trace clock, and the agent's warp test saw it agree across both vCPUs (bench cost: the traced
+	# workload runs faster with it). On tsc, mono is read in place and stays.
+	check_out "hello: the guest's clocksource, x86-tsc agrees across CPUs" '^guest_clock_res=.* x86-tsc-warp=0 clocksource=[a-z_0-9]+$' cat "$sess/session.ini"
+	cs=$(sed -n 's/^guest_clock_res=.* clocksource=//p' "$sess/session.ini")
+	[ -n "${VT_E2E_GUEST:-}" ] || check "the default (6.1) guest's mono reads hpet (so the x86-tsc choice is tested)" test "$cs" = hpet
+	case $cs in hpet|acpi_pm) want=x86-tsc ;; *) want=mono ;; esac
+	check_out "auto trace clock: $want beside a $cs mono" "^guest_clock=$want\$" cat "$sess/session.ini"
+	check_out "status: ptp clock with samples" '^clock: ptp, [1-9][0-9]* probe samples' echo "$st"
+fi
 check_out "status: host perf running" '^host perf: running' echo "$st"
 sum=$(e2e_stop -o "$out" 2>&1)
 stop_st=$?
@@ -45,10 +57,14 @@ for c in 0 1; do
 	check_out "stop-summary.txt: cpu$c all pages arrived" "^cpu$c: ([0-9]+) pages .* spooled, guest sent \\1, 0 lost in transport; ring overrun 0, dropped 0 events" echo "$det"
 done
 check_out "summary: losses all 0" '^losses: ring overrun 0 events, ring dropped 0 events, ring missed-events 0 .*, transport 0 pages$' echo "$sum"
-check_out "summary: the daemon fitted the clock (clock.ini)" '^clock: ptp, [0-9]+ probe samples \([0-9]+ used\), error bound [0-9]+ ns, .*\(clock.ini\)$' echo "$sum"
+if [ $method = kvm ]; then
+	check_out "summary: the daemon read the vCPUs' TSC offsets (clock.ini)" '^clock: kvm \(host TSC → perf clock by [^)]*\), [0-9]+ readings of 2 vCPUs in kvm.samples, error bound [0-9]+ ns \(clock.ini\)$' echo "$sum"
+else
+	check_out "summary: the daemon fitted the clock (clock.ini)" '^clock: ptp, [0-9]+ probe samples \([0-9]+ used\), error bound [0-9]+ ns, .*\(clock.ini\)$' echo "$sum"
+fi
 check_out "summary: the merge wrote host and guest samples, dropped nothing (or only host perf record's own, stated)" \
 	'^merged: [1-9][0-9]* host samples, [1-9][0-9]* guest samples of [1-9][0-9]* event types? .*; (nothing dropped|dropped: host events lost by perf record \(buffer overflow; [^)]*\): [0-9]+)$' echo "$sum"
-check_out "stop-summary.txt: clock ptp aligned from the daemon's clock.ini (not recovered)" 'clock: +aligned \(ptp, [0-9]+ segments, [0-9]+ samples, error bound [0-9]+ ns\)$' echo "$det"
+check_out "stop-summary.txt: clock $method aligned from the daemon's clock.ini (not recovered)" "clock: +aligned \\($method, [0-9]+ segments, [0-9]+ samples, error bound [0-9]+ ns\\)\$" echo "$det"
 check_out "stop-summary.txt: no guest time outside the session window" 'window: .*; 0 outside, clamped' echo "$det"
 check_out "stop-summary.txt: vCPU → host CPU from QEMU's vCPU threads (no fallback)" 'vcpu: +guest sample cpu = host CPU .*\(2/2 vCPU threads found' echo "$det"
 check "summary and stop-summary.txt: no FALLBACK" bash -c '! grep -q FALLBACK <<<"$1"' _ "$sum$det"

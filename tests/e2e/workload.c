@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ struct workload_opts {
 	const char *spin_name; /* -N: the spinners' task name instead of vt-spin */
 	int ncpus;
 	int width; /* -w: each line padded with spaces to this many bytes (a denser flood) */
+	bool pio;  /* -P: the spinners read the CMOS clock's port (0x70/0x71, /dev/port) instead: a VM exit each */
 };
 
 static int workload_pin(int cpu)
@@ -107,8 +109,13 @@ static int workload_spin(const struct workload_opts *o)
 			long end;
 			int n;
 
-			if (fd < 0 || workload_pin(cpu) < 0)
+			int port = o->pio ? open("/dev/port", O_RDWR | O_CLOEXEC) : -1;
+
+			if (fd < 0 || workload_pin(cpu) < 0 || (o->pio && port < 0)) {
+				fprintf(stderr, "workload: cpu %d: %s: %s\n", cpu,
+					fd < 0 ? o->marker : o->pio ? "/dev/port" : "sched_setaffinity", strerror(errno));
 				_exit(1);
+			}
 			n = snprintf(line, sizeof(line), "vt-e2e spin begin cpu %d\n", cpu);
 			if (write(fd, line, (size_t)n) != n)
 				_exit(1);
@@ -117,8 +124,19 @@ static int workload_spin(const struct workload_opts *o)
 			 * it runs keeps its old next_comm until it is switched in again). */
 			prctl(PR_SET_NAME, o->spin_name);
 			usleep(2000);
-			for (end = workload_now_ms() + o->spin_ms; workload_now_ms() < end;)
-				x = workload_spin_hot(x);
+			for (end = workload_now_ms() + o->spin_ms; workload_now_ms() < end;) {
+				if (!o->pio) {
+					x = workload_spin_hot(x);
+					continue;
+				}
+				for (int i = 0; i < 64; i++) { /* outb + inb: an exit to QEMU's RTC model each */
+					unsigned char reg = 0x0a, v = 0;
+
+					if (pwrite(port, &reg, 1, 0x70) != 1 || pread(port, &v, 1, 0x71) != 1)
+						_exit(1);
+					x += v | 1u;
+				}
+			}
 			prctl(PR_SET_NAME, "vt-spun");
 			n = snprintf(line, sizeof(line), "vt-e2e spin end cpu %d %lu\n", cpu, x & 1);
 			_exit(write(fd, line, (size_t)n) == n ? 0 : 1);
@@ -127,8 +145,10 @@ static int workload_spin(const struct workload_opts *o)
 	for (int cpu = 0; cpu < o->ncpus; cpu++) {
 		int status;
 
-		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status)) {
+			fprintf(stderr, "workload: a spinner ended with status %#x\n", status);
 			ok = -1;
+		}
 	}
 	return ok;
 }
@@ -172,7 +192,7 @@ int main(int argc, char **argv)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	int c;
 
-	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:S:N:w:")) != -1) {
+	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:S:N:w:P")) != -1) {
 		switch (c) {
 		case 'n': o.lines = strtol(optarg, NULL, 10); break;
 		case 'b': o.block = strtol(optarg, NULL, 10); break;
@@ -189,8 +209,9 @@ int main(int argc, char **argv)
 		case 'S': o.spin_ms = strtol(optarg, NULL, 10); break;
 		case 'N': o.spin_name = optarg; break;
 		case 'w': o.width = (int)strtol(optarg, NULL, 10); break;
+		case 'P': o.pio = true; break;
 		default:
-			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER] [-S SPIN_MS] [-N SPIN_NAME] [-w LINE_BYTES]\n");
+			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER] [-S SPIN_MS] [-N SPIN_NAME] [-w LINE_BYTES] [-P]\n");
 			return 2;
 		}
 	}

@@ -1,0 +1,41 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# e2e under real KVM: runs one e2e test's command inside tests/e2e/kvm-l1's L1 (a KVM host
+# nested in TCG), where the test guest boots with -accel kvm (VT_E2E_ACCEL=kvm for boot). The
+# test's output and exit status are the command's; L1's console log is printed when it fails.
+# The command finds the work dir (read-write, outliving L1) in VT_L1_WORK. L1's kernel faulting
+# (the rig's own failure) runs the command once more, said on stderr.
+#   test-kvm.sh [--unstable-tsc] -- COMMAND [ARG...]
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+l1args=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--unstable-tsc) l1args+=("$1"); shift ;;
+	--) shift; break ;;
+	*) echo "test-kvm.sh: unknown argument '$1'" >&2; exit 2 ;;
+	esac
+done
+work=$(mktemp -d /tmp/vt-kvm.XXXXXX)
+# VT_KEEP_L1=1 keeps the work dir (said on stderr): a command there writes what outlives L1.
+if [ "${VT_KEEP_L1:-}" = 1 ]; then echo "test-kvm.sh: keeping $work" >&2; else trap 'rm -rf "$work"' EXIT; fi
+export VT_E2E_ACCEL=kvm VT_L1_WORK=$work
+# L1's own kernel faulting (seen: a double fault in a "CPU 0/KVM" thread, once in about 10 L1
+# runs on QEMU 10's TCG) or resetting itself (kvm-l1's status 125: QEMU exited with no end of
+# the command, seen once under a port I/O loop in L2) is the rig's failure, not the test's: the
+# test runs once more, said on stderr. Nothing else is retried.
+L1_FAULT='traps: PANIC|double fault|Oops:|BUG: |Kernel panic|general protection fault'
+for try in 1 2; do
+	st=0
+	"$here/kvm-l1" --work "$work" --log "$work/l1-console.log" "${l1args[@]}" -- "$@" || st=$?
+	[ "$st" -ne 0 ] || exit 0
+	echo "--- L1 console (exit status $st)"
+	tr -d '\r' <"$work/l1-console.log" | tail -n 40
+	fault=$(tr -d '\r' <"$work/l1-console.log" | grep -m1 -E "$L1_FAULT") ||
+		{ [ "$st" -eq 125 ] && fault="L1 reset itself before the command ended"; } || break
+	[ "$try" = 1 ] || break
+	echo "test-kvm.sh: L1's kernel faulted ($fault): the rig's failure (QEMU's TCG emulation of SVM), not the test's; running the test once more" >&2
+	cp "$work/l1-console.log" "$work/l1-console.fault.log"
+done
+exit "$st"
