@@ -113,11 +113,6 @@ static uint64_t host_to_guest(const struct tsc_kvm *t, uint64_t host_tsc)
 	return (uint64_t)v + (uint64_t)t->offset;
 }
 
-static bool same_params(const struct tsc_kvm *a, const struct tsc_kvm *b)
-{
-	return a->offset == b->offset && a->ratio == b->ratio && a->frac_bits == b->frac_bits;
-}
-
 /* Appends a reading to its vCPU; a reading that changes nothing is not a new point. */
 static int add_point(struct clock_kvm *k, unsigned vcpu, uint64_t host_ns, const struct tsc_kvm *t)
 {
@@ -125,7 +120,7 @@ static int add_point(struct clock_kvm *k, unsigned vcpu, uint64_t host_ns, const
 	struct clock_kvm_point *np;
 	uint64_t gs;
 
-	if (n && same_params(&k->p[vcpu][n - 1].k, t))
+	if (n && tsc_kvm_equal(&k->p[vcpu][n - 1].k, t))
 		return 0;
 	gs = n ? host_to_guest(t, clock_kvm_ns_to_tsc(k, host_ns)) : 0;
 	if (n && gs <= k->p[vcpu][n - 1].guest_start)

@@ -9,6 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+bool tsc_kvm_equal(const struct tsc_kvm *a, const struct tsc_kvm *b)
+{
+	return a->offset == b->offset && a->ratio == b->ratio && a->frac_bits == b->frac_bits;
+}
+
 uint64_t tsc_guest_to_host(const struct tsc_kvm *k, uint64_t guest_tsc)
 {
 	unsigned __int128 v = (uint64_t)(guest_tsc - (uint64_t)k->offset);

@@ -23,6 +23,8 @@ struct tsc_kvm {
 	uint32_t frac_bits; /* 0..63 */
 };
 
+/* Whether two readings of a vCPU's parameters are the same. */
+bool tsc_kvm_equal(const struct tsc_kvm *a, const struct tsc_kvm *b);
 /* host_tsc = ((guest_tsc - offset) << frac) / ratio, in 128-bit arithmetic. */
 uint64_t tsc_guest_to_host(const struct tsc_kvm *k, uint64_t guest_tsc);
 /* perf's tsc_to_perf_time() and perf_time_to_tsc(), same integer math. */

@@ -122,7 +122,7 @@ int clocksync_kvm_reading(struct clocksync *c)
 			uint64_t jump = a->offset > b->offset ? (uint64_t)a->offset - (uint64_t)b->offset
 							     : (uint64_t)b->offset - (uint64_t)a->offset;
 
-			if (a->offset == b->offset && a->ratio == b->ratio && a->frac_bits == b->frac_bits)
+			if (tsc_kvm_equal(a, b))
 				continue;
 			c->kvm_changes++;
 			c->kvm_jump_cycles = MAX(c->kvm_jump_cycles, jump);

@@ -118,20 +118,12 @@ static void svg_culprit_label(const struct report *r, const struct report_stall 
 static void svg_stall(const struct report *r, struct svg *s, const struct report_stall *st, double y)
 {
 	double x0 = svg_x(s, st->start), x1 = MAX(svg_x(s, st->end), x0 + 1.0);
-	char c[160];
+	char c[160], cause[48];
 
 	fprintf(s->out, "<g class=\"stall\" data-vcpu=\"%u\" data-start-ns=\"%llu\" data-duration-ns=\"%llu\"><title>", st->vcpu,
 		(unsigned long long)st->start, (unsigned long long)(st->end - st->start));
 	fprintf(s->out, "vCPU %u of VM %d stalled %.3f ms at %.9f s: %s", st->vcpu, r->vms[st->vm].machine_pid,
-		(double)(st->end - st->start) / 1e6, (double)st->start / 1e9, report_cause_name(st->cause));
-	if (st->cause == REPORT_VM_EXIT && st->exit_reason >= 0) {
-		const char *nm = report_exit_name(r, st->exit_reason);
-
-		if (nm)
-			fprintf(s->out, " (%s)", nm);
-		else
-			fprintf(s->out, " (reason %lld)", (long long)st->exit_reason);
-	}
+		(double)(st->end - st->start) / 1e6, (double)st->start / 1e9, report_stall_cause(r, st, cause, sizeof(cause)));
 	if (st->culprit.pid >= 0) {
 		report_culprit_text(r, st, c, sizeof(c));
 		fputs(", culprit ", s->out);

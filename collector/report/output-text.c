@@ -75,21 +75,6 @@ void report_summary_line(const struct report *r, FILE *out)
 	text_headline(r, false, out);
 }
 
-/* The cause column: vm_exit with the exit's name ("vm_exit:hlt"), or its number. */
-static const char *stall_cause_text(const struct report *r, const struct report_stall *s, char *buf, size_t len)
-{
-	const char *nm;
-
-	if (s->cause != REPORT_VM_EXIT || s->exit_reason < 0)
-		return report_cause_name(s->cause);
-	nm = report_exit_name(r, s->exit_reason);
-	if (nm)
-		snprintf(buf, len, "vm_exit:%s", nm);
-	else
-		snprintf(buf, len, "vm_exit:%lld", (long long)s->exit_reason);
-	return buf;
-}
-
 static void text_stalls(const struct report *r, const struct report_filter *f, FILE *out)
 {
 	size_t shown = 0, n = 0;
@@ -116,7 +101,7 @@ static void text_stalls(const struct report *r, const struct report_filter *f, F
 		if (r->n_vms > 1) /* the VM's name, or its QEMU pid */
 			fprintf(out, "%-12s ", report_vm_label(r, s->vm, 0, vm, sizeof(vm)));
 		fprintf(out, "%4u %9.3f  %-12s %-40s %4d      %s\n", s->vcpu, (double)(s->end - s->start) / 1e6,
-			stall_cause_text(r, s, cause, sizeof(cause)), c, s->host_cpu, g);
+			report_stall_cause(r, s, cause, sizeof(cause)), c, s->host_cpu, g);
 	}
 }
 
@@ -171,8 +156,7 @@ static void text_vcpu(const struct report *r, const struct vref *x, FILE *out)
 	}
 	if (v->n_exits) {
 		fprintf(out, "    kvm exits: %.3f s in all;", (double)v->exit_ns / 1e9);
-		for (size_t i = 0; i < v->n_exits && i < 8; i++)
-		{
+		for (size_t i = 0; i < v->n_exits && i < 8; i++) {
 			const char *nm = report_exit_name(r, v->exits[i].reason);
 
 			fprintf(out, " reason %lld%s%s: %llu, %.3f ms", (long long)v->exits[i].reason, nm ? " " : "",

@@ -188,6 +188,9 @@ const char *report_cause_name(enum report_cause c);
 /* The name of a kvm_exit reason on the file's ISA ("hlt", "io", "msr", "npf" ...), as perf kvm
  * stat names them; NULL when the ISA or the code is not known. */
 const char *report_exit_name(const struct report *r, int64_t reason);
+/* A stall's cause as the text and the SVG show it: "vm_exit:hlt" (or "vm_exit:NUMBER") for an
+ * exit, else report_cause_name's; in buf when it has to be written. */
+const char *report_stall_cause(const struct report *r, const struct report_stall *s, char *buf, size_t len);
 /* The VM index of a vCPU thread tid (-1: not a VM of the file) with its vCPU and QEMU pid
  * (-1, -1: no vCPU thread at all). */
 long report_vcpu_of(const struct report *r, int32_t tid, int32_t *ret_vcpu, int32_t *ret_machine_pid);

@@ -84,6 +84,20 @@ const char *report_exit_name(const struct report *r, int64_t reason)
 	return NULL;
 }
 
+const char *report_stall_cause(const struct report *r, const struct report_stall *s, char *buf, size_t len)
+{
+	const char *nm;
+
+	if (s->cause != REPORT_VM_EXIT || s->exit_reason < 0)
+		return report_cause_name(s->cause);
+	nm = report_exit_name(r, s->exit_reason);
+	if (nm)
+		snprintf(buf, len, "vm_exit:%s", nm);
+	else
+		snprintf(buf, len, "vm_exit:%lld", (long long)s->exit_reason);
+	return buf;
+}
+
 void report_note(struct report *r, const char *fmt, ...)
 {
 	va_list ap;

@@ -35,7 +35,7 @@ for try in 1 2; do
 	fault=$(tr -d '\r' <"$work/l1-console.log" | grep -m1 -E "$L1_FAULT") ||
 		{ [ "$st" -eq 125 ] && fault="L1 reset itself before the command ended"; } || break
 	[ "$try" = 1 ] || break
-	echo "test-kvm.sh: L1's kernel faulted ($fault): the rig's failure (QEMU's TCG emulation of SVM), not the test's; running the test once more" >&2
+	echo "test-kvm.sh: L1 failed ($fault): the rig's failure (QEMU's TCG emulation of SVM), not the test's; running the test once more" >&2
 	cp "$work/l1-console.log" "$work/l1-console.fault.log"
 done
 exit "$st"
