@@ -139,6 +139,18 @@ static void unsymbolize(char *text, size_t len)
 			memcpy(p, "%lx", 3);
 }
 
+/* perf 6.1's own libtraceevent refuses "(REC)->field" (it wants "REC->"): the guest kernel's
+ * ftrace func_repeats format has it since Linux 5.13, and perf 6.1 then warns on every read of
+ * the file ("Error: expected type 4 but read 5"). " REC " is the same length and parses in both
+ * 6.1 and 6.12 (tests/e2e/perf-both, e2e tracer-function). */
+static void unparen_rec(char *text)
+{
+	char *p = strstr(text, "\nprint fmt: ");
+
+	for (; p && (p = strstr(p, "(REC)")); p += 5)
+		memcpy(p, " REC ", 5);
+}
+
 static int add_format(struct merge_guest *g, int dfd, const char *sys, const char *ev)
 {
 	_cleanup_free_ char *text = NULL;
@@ -162,6 +174,7 @@ static int add_format(struct merge_guest *g, int dfd, const char *sys, const cha
 	if (merge_gsym_format(e, &text, &len) > 0)
 		g->gsym_events++;
 	unsymbolize(text, len); /* the pointers left: hex */
+	unparen_rec(text);
 	e->text = TAKE_PTR(text);
 	e->text_len = len;
 	event_fields(e);
