@@ -18,7 +18,7 @@
 say() { echo "vt-e2e: $*"; }
 agent=
 say "ready"
-while read -t 120 cmd arg; do
+while read -t 600 cmd arg; do # 600 s without a command: the host is gone (a flood past a bound can take minutes)
 	case $cmd in
 	run)
 		/bin/workload -n "$arg" -s 2000 >/dev/null

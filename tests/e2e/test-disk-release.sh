@@ -73,4 +73,5 @@ check "keep-spools: stop exits 0" test $? -eq 0
 check_out "keep-spools: the bound cut the session" '^cut: --max-size 400.0 MiB \(the option\) reached' echo "$sum"
 check "keep-spools: nothing freed" bash -c '! grep -q "of the spools freed" <<<"$1"' _ "$sum"
 check "keep-spools: the session dir within --max-size ($(on_disk "$sess") bytes)" test "$(on_disk "$sess")" -le $((400 << 20))
-e2e_end
+check "guest powers off cleanly" e2e_end
+finish
