@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * LD_PRELOAD shim for bench/tracecmd-fifo.sh --fix-splice: trace-cmd 3.1.6's host reader of a
- * guest FIFO (libtracefs 1.6.4 tracefs_cpu_pipe on a tracefs_cpu made by tracefs_cpu_alloc_fd)
- * calls splice() with length 0, which moves nothing, so the FIFOs are read only by the final
- * flush at stop. A zero length becomes 1 MiB here; every other call is passed on unchanged.
+ * LD_PRELOAD shim for bench/tracecmd-fifo.sh --fix-splice: trace-cmd's host reader of a guest
+ * FIFO (3.1.6 with libtracefs 1.6.4, and 3.3.1 with 1.8.1: tracefs_cpu_pipe on a tracefs_cpu made
+ * by tracefs_cpu_alloc_fd, whose pipe_size nothing sets) calls splice() with length 0, which moves
+ * nothing, so the FIFOs are read only by the final flush at stop. A zero length becomes 1 MiB
+ * here; every other call is passed on unchanged.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>

@@ -24,7 +24,9 @@ usage: vm-bench.py SCRIPT [--secs 5] [--rounds 8] [--kb 1024] [--out DIR] [--app
   --with-tracecmd  trace-cmd (and its libraries) and e1000.ko go into the initramfs; the guest
                 gets a NIC (user networking, host 127.0.0.1:18823 -> guest 823: trace-cmd
                 agent's control channel) and virtio-serial ports trace-pipe-cpuN on the
-                FIFOs 'trace-cmd setup-guest' makes for guest "127.0.0.1"
+                FIFOs 'trace-cmd setup-guest' makes for guest "127.0.0.1". Debian 12's 3.1.6;
+                VT_BENCH_TRACECMD=3.3: trixie's 3.3.1 that scripts/bootstrap unpacked, on the
+                host through scripts/trace-cmd-3.3, in the guest with trixie's loader and libc
   --host-perf   start sessions with host perf record (the default of trace-collector start)
                 instead of --no-host
 Host CPU of a session (ours: start, the daemon, host perf, the live follower, stop; theirs:
@@ -62,6 +64,9 @@ CAT_SLEEP_MS = int(os.environ.get("VT_BENCH_CAT_SLEEP_MS", "0"))
 # VT_BENCH_QEMU_ARGS: more QEMU arguments, after the boot script's (a later -cpu wins), e.g.
 # '-cpu max,erms=off,fsrm=off': TCG runs a rep movsb one byte per translated block
 QEMU_ARGS = os.environ.get("VT_BENCH_QEMU_ARGS", "").split()
+# VT_BENCH_TRACECMD=3.3: the peer is trace-cmd 3.3.1 from trixie ($VT_CACHE/trace-cmd-3.3-root)
+TC33 = os.environ.get("VT_BENCH_TRACECMD", "3.1") == "3.3"
+TRACECMD = os.path.join(TOP, "scripts", "trace-cmd-3.3") if TC33 else "trace-cmd"
 TC_GUEST = "127.0.0.1"  # trace-cmd's name of a guest reached by IP: its FIFOs' directory
 TC_DIR = f"/var/lib/trace-cmd/virt/{TC_GUEST}"
 TC_PORT = 18823
@@ -158,7 +163,10 @@ class Bench:
         if self.a.with_perf:
             self.stage_perf(stage, "/usr/bin/perf")
         if self.a.with_tracecmd:
-            self.stage_perf(stage, "/usr/bin/trace-cmd")
+            if TC33:
+                self.stage_tracecmd33(stage)
+            else:
+                self.stage_perf(stage, "/usr/bin/trace-cmd")
             self.stage_e1000(stage)
         cpio = subprocess.run("find . -mindepth 1 | sed 's|^\\./||' | cpio -o -H newc --quiet -R 0:0", shell=True, cwd=stage,
                               check=True, capture_output=True).stdout
@@ -192,6 +200,33 @@ class Bench:
             dst = os.path.join(stage, p.lstrip("/"))
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             subprocess.run(["cp", "-L", p, dst], check=True)
+
+    @staticmethod
+    def stage_tracecmd33(stage):
+        """trixie's trace-cmd 3.3.1 as /usr/bin/trace-cmd, every library trixie's loader lists for it
+        (all from the unpacked set: bootstrap checked) in /usr/lib/x86_64-linux-gnu, that loader as
+        its interpreter /lib64/ld-linux-x86-64.so.2, and libgcc_s.so.1 (glibc loads it at
+        pthread_exit, which trace-cmd's time sync threads call). The guest has no other libc.
+        VT_TC_GUEST_PRELOAD: a shim the guest preloads into the agent, /lib/tracecmd-preload.so
+        (bench/tracecmd-fifo.sh builds bench/tracecmd-nofree.c)."""
+        cache = os.environ.get("VT_CACHE", os.path.join(BUILD, "cache"))
+        try:
+            root = open(os.path.join(cache, "trace-cmd-3.3-root")).read().strip()
+        except OSError:
+            sys.exit(f"vm-bench: no trace-cmd 3.3 in {cache} (no trace-cmd-3.3-root): run scripts/bootstrap")
+        lib = os.path.join(root, "usr", "lib", "x86_64-linux-gnu")
+        ld = os.path.join(lib, "ld-linux-x86-64.so.2")
+        prog = os.path.join(root, "usr", "bin", "trace-cmd")
+        listing = subprocess.run([ld, "--library-path", lib, "--list", prog], capture_output=True, text=True,
+                                 check=True).stdout
+        libs = [p for p in re.findall(r"=> (/\S+) \(0x", listing) if os.path.basename(p) != "ld-linux-x86-64.so.2"]
+        copies = [(prog, "usr/bin/trace-cmd"), (ld, "lib64/ld-linux-x86-64.so.2")]
+        copies += [(p, "usr/lib/x86_64-linux-gnu/" + os.path.basename(p)) for p in libs + [os.path.join(lib, "libgcc_s.so.1")]]
+        if os.environ.get("VT_TC_GUEST_PRELOAD"):
+            copies.append((os.environ["VT_TC_GUEST_PRELOAD"], "lib/tracecmd-preload.so"))
+        for src, dst in copies:
+            os.makedirs(os.path.dirname(os.path.join(stage, dst)), exist_ok=True)
+            subprocess.run(["cp", "-L", src, os.path.join(stage, dst)], check=True)
 
     def send(self, word):
         with open(self.fifo, "w") as f:
@@ -342,12 +377,12 @@ class Bench:
         default (sched_switch, sched_wakeup), the guest's EVENTS (comma list) in KB rings, no
         time sync (--tsync-interval -1: ptp over user networking fails, bench/RESULTS.md), and
         --no-filter: its pid filter reads set_ftrace_pid, which this host (6.18) refuses with
-        EPERM, and 3.1.6 then calls strcmp(NULL, "no pid") and dies of SIGSEGV (our host perf
-        does not leave itself out either)."""
+        EPERM, and 3.1.6 and 3.3.1 then call strcmp(NULL, "no pid") and die of SIGSEGV (our host
+        perf does not leave itself out either)."""
         self.tc_out = os.path.join(self.tmp, "tc")
         os.makedirs(self.tc_out, exist_ok=True)
         gev = [w for e in events.split(",") for w in ("-e", e)]
-        cmd = ["trace-cmd", "record", "-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
+        cmd = [TRACECMD, "record", "-e", "sched:sched_switch", "-e", "sched:sched_wakeup",
                "--tsync-interval", "-1", "--no-filter", "-o", os.path.join(self.tc_out, "trace.dat"),
                "-A", f"{TC_GUEST}:{TC_PORT}"] + gev + ["-b", kb]
         self.tc_log = open(os.path.join(self.tc_out, "record.log"), "w")
@@ -421,7 +456,7 @@ class Bench:
     def tracecmd_setup(self):
         """The peer's host side as its docs say: setup-guest makes the FIFOs, QEMU gets a port on
         each (chardev pipe: PATH.in/.out), named trace-pipe-cpuN, and the agent's control port."""
-        subprocess.run(["trace-cmd", "setup-guest", "-c", str(self.a.cpus), TC_GUEST], check=True)
+        subprocess.run([TRACECMD, "setup-guest", "-c", str(self.a.cpus), TC_GUEST], check=True)
         q = ["-device", "virtio-serial-pci,id=tc-serial"]
         for c in range(self.a.cpus):
             q += ["-chardev", f"pipe,id=tcpipe{c},path={TC_DIR}/trace-pipe-cpu{c}",
@@ -504,7 +539,8 @@ class Bench:
         append = f"vt.secs={a.secs} vt.rounds={a.rounds} vt.kb={a.kb} {a.append}"
         extra = (self.tracecmd_setup() if a.with_tracecmd else []) + QEMU_ARGS
         self.record(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {a.script} {append} guest_kernel={KERNEL_ROOT} host={os.uname().nodename} "
-                    f"kernel={os.uname().release} ncpu={os.cpu_count()} load={','.join(loadavg())} accel=tcg"
+                    f"kernel={os.uname().release} ncpu={os.cpu_count()} load={','.join(loadavg())} accel=tcg "
+                    f"qemu={os.environ.get('VT_E2E_QEMU', '10')}"
                     + (f" qemu_args='{' '.join(QEMU_ARGS)}'" if QEMU_ARGS else ""))
         boot = subprocess.Popen([BOOT, "--dir", self.vmdir, "--log", self.log, "--console-in", self.fifo,
                                  "--script", os.path.join(TOP, "bench", "guest", a.script + ".sh"),

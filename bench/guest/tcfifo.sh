@@ -2,7 +2,7 @@
 # Guest half of bench/tracecmd-fifo.sh (bench/vm-bench.py tcfifo --with-tracecmd): per round and
 # per rate of vt.rates (KB/s per vCPU of 1000-byte trace_marker lines, 0 = as fast as it can;
 # vt.secs seconds at 0, vt.psecs at a paced rate), one session of ours (trace-agent, ports
-# trace-path-cpuN) and one of trace-cmd 3.1.6's agent in FIFO mode (ports trace-pipe-cpuN),
+# trace-path-cpuN) and one of trace-cmd's agent in FIFO mode (ports trace-pipe-cpuN; 3.1.6 or 3.3.1),
 # the order swapped every round (after one unmeasured flood session of each with vt.warmup=1);
 # then (vt.snap=1) one flood session of ours with a snapshot.
 # Both tools trace events vt.events with vt.kb KiB rings. Per session:
@@ -42,8 +42,11 @@ insmod /lib/modules/e1000.ko || say "result kind=error what=insmod-e1000"
 ifconfig lo 127.0.0.1 up
 ifconfig eth0 10.0.2.15 netmask 255.255.255.0 up
 route add default gw 10.0.2.2
-# trace-cmd's agent, control over TCP from the host (user networking: it comes from 10.0.2.2)
-sh -c "echo \$\$ >$CG/theirs/cgroup.procs; exec trace-cmd agent -N 10.0.2.2 -p 823" &
+# trace-cmd's agent, control over TCP from the host (user networking: it comes from 10.0.2.2),
+# with the shim vm-bench.py stages for 3.3.1 (bench/tracecmd-nofree.c)
+pre=
+[ -e /lib/tracecmd-preload.so ] && pre=LD_PRELOAD=/lib/tracecmd-preload.so
+sh -c "echo \$\$ >$CG/theirs/cgroup.procs; exec env $pre trace-cmd agent -N 10.0.2.2 -p 823" &
 i=0
 while [ -z "$(agentpid)" ] && [ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); done
 echo "$(agentpid)" >$CG/ours/cgroup.procs || say "result kind=error what=agent-cgroup"
