@@ -17,11 +17,12 @@ fi
 VM_NAME=vt-e2e
 BOOT_PID=
 
-# Every merged file a test wrote ($T/**/*.data but the sessions' host recordings) is read by
+# Every merged file a test wrote ($T/**/*.data outside the session dirs, whose host recording
+# and live output (partial when a test killed its daemon) are the daemon's own) is read by
 # perf 6.1 and perf 6.12 alike, with no warning (tests/e2e/perf-both), when the test finishes.
 e2e_merged_files() {
 	[ -n "${T:-}" ] && [ -d "$T" ] || return 0
-	find "$T" -name '*.data' ! -name host.data ! -path '*.data/*' ! -path '*/guest/*' 2>/dev/null | sort
+	find "$T" -name '*.data' ! -path '*/sessions/*' ! -path '*.data/*' ! -path '*/guest/*' 2>/dev/null | sort
 }
 finish() {
 	local files out
