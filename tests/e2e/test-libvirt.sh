@@ -10,12 +10,17 @@
 # guest-cmd.sh; its serial console is a pipe chardev: console.out is read into the log,
 # console.in carries lib.sh's commands.
 #   test-libvirt.sh boot|live N
+# VT_LIBVIRT=11: run inside scripts/libvirt-11 (libvirt 11 from bookworm-backports in its own
+# mount namespace): the domain's emulator is QEMU 10 (scripts/qemu-10), and the test checks that
+# libvirt 11 and QEMU 10 are the ones that ran. Otherwise the system's libvirt 9.0 and QEMU 7.2.
 . "$(dirname "$0")/lib.sh"
 
 READER=
 mode=${1:?usage: test-libvirt.sh boot|live N} n=${2:?usage: test-libvirt.sh boot|live N}
 case $mode in boot) transport=pipe ;; live) transport=socket ;; *) echo "bad mode $mode" >&2; exit 1 ;; esac
 VM_NAME=vt-e2e-lv-$mode
+LIBVIRT=${VT_LIBVIRT:-9.0}
+case $LIBVIRT in 9.0) ;; 11) VM_NAME=$VM_NAME-11 ;; *) echo "VT_LIBVIRT=$LIBVIRT: 9.0 or 11" >&2; exit 1 ;; esac
 URI=qemu:///system
 QEMU_USER=libvirt-qemu:libvirt-qemu
 lv() { timeout 60 virsh -q -c "$URI" "$@"; }
@@ -99,6 +104,8 @@ how="already running"
 lv_up || how="started by this test"
 why=$(lv_start 2>&1) || { fail "libvirt: cannot run the system daemon ($URI): $why"; finish; exit 1; }
 ok "libvirt: $URI answers, $how ($(virsh -c "$URI" version 2>/dev/null | sed -n 's/^Running hypervisor: //p'))"
+daemon=$(virsh -c "$URI" version --daemon 2>/dev/null | sed -n 's/^Running against daemon: //p')
+check_out "libvirt daemon $LIBVIRT.x answers ($daemon)" "^${LIBVIRT%.0}\\." echo "$daemon"
 lv_drop # a domain left by an earlier run that was killed
 
 # QEMU runs as libvirt-qemu: it must traverse $T; libvirt gives it the kernel, initrd, FIFOs.
@@ -115,6 +122,14 @@ if [ "$mode" = boot ]; then
 	devices=$(cat "$T/ch.xml")
 else
 	devices=$(grep '<controller' "$T/ch.xml")
+fi
+# libvirt 11's domain runs QEMU 10: a wrapper naming this build's cache, as libvirt gives QEMU
+# no environment of ours.
+emulator=
+if [ "$LIBVIRT" = 11 ]; then
+	printf '#!/bin/sh\nVT_CACHE=%s exec %s "$@"\n' "$VT_CACHE" "$VT_SOURCE_ROOT/scripts/qemu-10" >"$T/qemu-10"
+	chmod 755 "$T/qemu-10"
+	emulator="<emulator>$T/qemu-10</emulator>"
 fi
 # The domain: boot's machine (2 vCPUs, 256 MiB, TCG with every CPU feature, kernel command
 # line), no disk, no network, the serial console a pipe.
@@ -135,6 +150,7 @@ cat >"$T/domain.xml" <<EOF
   <on_reboot>destroy</on_reboot>
   <on_crash>destroy</on_crash>
   <devices>
+    $emulator
     <serial type='pipe'><source path='$T/console'/><target port='0'/></serial>
     <controller type='usb' model='none'/>
     <memballoon model='none'/>
@@ -156,6 +172,11 @@ fi
 qpid=$(cat "/run/libvirt/qemu/$VM_NAME.pid" 2>/dev/null)
 check "libvirt's QEMU runs (pid '$qpid')" test -n "$qpid" -a -d "/proc/${qpid:-none}"
 BOOT_PID=$qpid
+if [ "$LIBVIRT" = 11 ]; then
+	qv=$(realpath "$(cat "$VT_CACHE/qemu-10-root" 2>/dev/null)/usr/bin/qemu-system-x86_64")
+	qe=$(readlink "/proc/${qpid:-none}/exe")
+	check "libvirt 11's QEMU is QEMU 10 ($qe)" test "$qe" = "$qv"
+fi
 [ "$vt_fail" -eq 0 ] || { finish; exit 1; }
 check "guest ready" e2e_wait '^vt-e2e: ready' 60
 if [ "$mode" = boot ]; then
