@@ -55,7 +55,10 @@ check_out "session.ini: spools_released" '^spools_released=[1-9]' cat "$sess/ses
 off=$(tc merge "$sess" -o "$T/offline.data" 2>&1)
 check "offline merge of the session dir exits 0" test $? -eq 0
 check_out "offline merge: says which pages it lacks (freed behind the live merge)" 'oldest pages freed from the spools near the disk bound after the live merge wrote them .*: [1-9]' echo "$off"
-check "offline merge: the first markers are not in it (their pages were freed)" bash -c '[ "$(markers "$1" | cut -d" " -f1)" != 0 ]' _ "$T/offline.data"
+# (a shell function is not seen by check's bash -c: counted here)
+noff=$(markers "$T/offline.data" | wc -w)
+check "offline merge: some of the 601 markers are not in it (their pages were freed): $noff are" \
+	test "$noff" -lt 601
 rm -rf "$T/offline.data" "$out"
 
 # --keep-spools: nothing freed; the bound stops the session as before.

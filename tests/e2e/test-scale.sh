@@ -114,7 +114,7 @@ partial() {
 	echo "$msg"
 	check_out "start names the CPU" 'cpu2' echo "$msg"
 	check_out "start says what to do" "trace-collector setup.*--allow-partial|--allow-partial" echo "$msg"
-	sess=$(e2e_start -e 'sched:sched_switch' --allow-partial $AGENT_EVENTS)
+	sess=$(e2e_start -e 'sched:sched_switch' --allow-partial --timeout 30 $AGENT_EVENTS)
 	check_out "start --allow-partial goes on" "^$VM/sessions/" echo "$sess"
 	check_out "status names the CPU not traced" '^cpu2 +NOT TRACED' e2e_status
 	check "guest workload ($n lines over 3 CPUs)" e2e_run "$n"
@@ -154,14 +154,17 @@ flood() {
 onectl() {
 	local msg sess lost
 	check "boot 16 vCPUs, all 17 ports on one controller" e2e_boot --cpus 16 --mem 512 --timeout 280 --one-controller 1
-	msg=$(e2e_start -e 'sched:sched_switch' $AGENT_EVENTS 2>&1)
+	# --timeout 30: in one CI run (QEMU 10, a host at half this one's speed) the agent's start
+	# made no progress for 10 s while starting its 16 threads (8 begin markers in), and the start
+	# failed on that instead of the broken ports. Not seen in 9 runs here, loaded or not.
+	msg=$(e2e_start -e 'sched:sched_switch' --timeout 30 $AGENT_EVENTS 2>&1)
 	check "start fails: some CPUs cannot stream" test $? -ne 0
 	echo "$msg"
 	check_out "start names them, Broken pipe, and what to do" \
 		'start failed: [1-9][0-9]* of 16 guest CPUs cannot stream: cpu[0-9]+ \(Broken pipe\).*re-run .trace-collector setup.*--allow-partial' echo "$msg"
 	lost=$(grep -o 'cpu[0-9]* (Broken pipe)' <<<"$msg" | cut -d' ' -f1 | sed 's/cpu//' | tr '\n' ',' | sed 's/,$//')
 	check_out "the agent says why (the host side never seen open)" 'the guest never saw the host side open' e2e_console
-	sess=$(e2e_start -e 'sched:sched_switch' --allow-partial $AGENT_EVENTS)
+	sess=$(e2e_start -e 'sched:sched_switch' --allow-partial --timeout 30 $AGENT_EVENTS)
 	check_out "start --allow-partial goes on without cpus $lost" "^$VM/sessions/" echo "$sess"
 	check "guest workload" e2e_run 160
 	check_out "stop names them, in the short summary" "^missing: NOT TRACED: guest CPUs $lost " e2e_stop -o "$out"
