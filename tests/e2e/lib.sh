@@ -132,9 +132,7 @@ e2e_boot() {
 	old=$(cat "$E2E_STATE/boot.pid.$VM_NAME" 2>/dev/null)
 	[ -n "$old" ] && e2e_alive "$old" && kill "$old" 2>/dev/null
 	rm -f "$LOG" "$E2E_STATE/boot.pid.$VM_NAME"
-	"$VT_E2E_BOOT" --dir "$VM" --log "$LOG" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN" \
-		--timeout 150 "$@" &
-	BOOT_PID=$!
+	e2e_boot_bg "$@"
 	e2e_wait_agent && return 0
 	# The guest's kernel stalled before its script was ready (RCU stalls, "timer wakeup didn't
 	# happen" on a vCPU: QEMU 10's multi-threaded TCG, once in CI on 2026-12-02): QEMU's failure,
@@ -147,10 +145,13 @@ e2e_boot() {
 	wait "$BOOT_PID" 2>/dev/null
 	cp "$LOG" "$LOG.stalled" 2>/dev/null
 	rm -f "$LOG"
+	e2e_boot_bg "$@"
+	e2e_wait_agent
+}
+e2e_boot_bg() { # boot args: the boot in the background, its pid in BOOT_PID
 	"$VT_E2E_BOOT" --dir "$VM" --log "$LOG" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN" \
 		--timeout 150 "$@" &
 	BOOT_PID=$!
-	e2e_wait_agent
 }
 # Under the KVM rig (VT_E2E_ACCEL=kvm: L2 inside a TCG L1) a boot takes 10-40 s on a quiet
 # host and passed 60 s once in CI while the host was busy: 180 s there.
