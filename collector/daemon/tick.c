@@ -20,12 +20,16 @@
 
 /* QEMU 7.2's multi-threaded TCG can run stale code after the guest kernel patches itself
  * (text_poke_bp, when events are enabled or disabled): a vCPU loops on an int3 that is
- * gone while the others wait for it. Fixed upstream in QEMU 8.1 (deba78709a). */
+ * gone while the others wait for it. Fixed upstream in QEMU 8.1 (deba78709a). On QEMU 10 a
+ * 32-vCPU TCG guest on 2 host cores once made no progress for 10 s on its first event (CI,
+ * 2026-12-02): the hint names both, since the daemon does not know QEMU's version. */
 #define TCG_PATCH_HANG                                                                             \
 	". This VM runs under TCG: QEMU before 8.1 (Debian 12 has 7.2) can hang a multi-vCPU TCG guest "  \
 	"while its kernel patches its own code to enable or disable events (fixed in QEMU 8.1 by "         \
-	"'accel/tcg: Always lock pages before translation'). Use KVM, QEMU 8.1 or later, or "              \
-	"'-accel tcg,thread=single'; the guest may have to be restarted"
+	"'accel/tcg: Always lock pages before translation'), and on any QEMU a TCG guest with many more "  \
+	"vCPUs than host CPUs can take longer than --timeout over it. Use KVM, QEMU 8.1 or later, or "     \
+	"'-accel tcg,thread=single', or start again with a larger --timeout; the guest may have to be "    \
+	"restarted"
 
 /* Whether QEMU's vCPU threads are named "CPU n/TCG" (-name debug-threads=on, libvirt's default). */
 static bool qemu_runs_tcg(pid_t pid)

@@ -73,7 +73,7 @@ for accel in tcg kvm; do
 	grep -q "answered HELLO but not within 2 s while starting the agent" <<<"$out" &&
 		ok "mute START ($accel): the stuck step is named" || fail "mute START ($accel): $out"
 	if [ $accel = tcg ]; then
-		grep -q "This VM runs under TCG: QEMU before 8.1 .*Use KVM, QEMU 8.1 or later, or '-accel tcg,thread=single'" <<<"$out" &&
+		grep -q "This VM runs under TCG: QEMU before 8.1 .*Use KVM, QEMU 8.1 or later, or '-accel tcg,thread=single', or start again with a larger --timeout" <<<"$out" &&
 			ok "mute START (tcg): names QEMU's TCG code-patching bug and what to do" || fail "mute START (tcg): $out"
 	else
 		! grep -q "runs under TCG" <<<"$out" && ok "mute START (kvm): no TCG hint" || fail "mute START (kvm): $out"
