@@ -18,6 +18,7 @@
 #include "disk.h"
 #include "log.h"
 #include "perf_events.h"
+#include "qemu-config.h"
 #include "util.h"
 #include "start-daemon.h"
 #include "vmgroup.h"
@@ -107,19 +108,6 @@ static int start_run(int argc, char **argv);
 const struct cmd_entry cmd_start = {
 	.name = "start", .summary = "start a tracing session (daemon)", .usage = START_USAGE, .run = start_run,
 };
-
-bool start_vm_name_ok(const char *name);
-bool start_vm_name_ok(const char *name)
-{
-	size_t l = strlen(name);
-
-	if (l == 0 || l > 48 || name[0] == '.' || name[0] == '-')
-		return false;
-	for (size_t i = 0; i < l; i++)
-		if (!util_safe_name(name + i, 1) && name[i] != '-' && name[i] != '.')
-			return false;
-	return true;
-}
 
 static int start_abs(const char *in, char *out, bool must_exist)
 {
@@ -358,8 +346,8 @@ static int start_check(struct start_opts *o)
 		log_error("--vm-root is for several VMs (--name VM --name VM2 ..., or --all): for one, name its dir with --dir");
 		return -EINVAL;
 	}
-	if (!several && (!o->name || !start_vm_name_ok(o->name))) {
-		log_error(o->name ? "invalid VM name '%s' (letters, digits, '_', '-', '.')" :
+	if (!several && (!o->name || !qemu_config_vm_name_ok(o->name))) {
+		log_error(o->name ? "invalid VM name '%s': must be " QEMU_CONFIG_VM_NAME_RULE :
 				    "missing --name VM (see trace-collector start --help)", o->name);
 		return -EINVAL;
 	}
@@ -489,8 +477,8 @@ static int start_group_parse(struct start_opts *o, const char *dir, const char *
 		return -EINVAL;
 	}
 	for (unsigned i = 0; i < o->nnames; i++) {
-		if (!start_vm_name_ok(o->names[i])) {
-			log_error("invalid VM name '%s' (letters, digits, '_', '-', '.')", o->names[i]);
+		if (!qemu_config_vm_name_ok(o->names[i])) {
+			log_error("invalid VM name '%s': must be " QEMU_CONFIG_VM_NAME_RULE, o->names[i]);
 			return -EINVAL;
 		}
 		for (unsigned j = 0; j < i; j++)
@@ -528,7 +516,7 @@ static int start_group_names(const struct start_opts *o, struct vmgroup *g)
 		return r;
 	}
 	for (unsigned i = 0; i < g->n; i++) /* a dir setup could not have made is no VM's */
-		if (start_vm_name_ok(g->vm[i].name))
+		if (qemu_config_vm_name_ok(g->vm[i].name))
 			g->vm[n++] = g->vm[i];
 	g->n = n;
 	if (!n) {

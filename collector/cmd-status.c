@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* trace-collector status: asks the running daemon over its control socket. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 #include "collector.h"
 #include "ctlsock.h"
 #include "log.h"
+#include "qemu-config.h"
+#include "session.h"
 #include "util.h"
 #include "vmgroup.h"
 
@@ -128,7 +131,53 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 		log_error("unexpected argument '%s' (see trace-collector %s --help)", argv[optind], cmd->name);
 		return -EINVAL;
 	}
+	if (*name && !qemu_config_vm_name_ok(*name)) {
+		log_error("invalid VM name '%s': must be " QEMU_CONFIG_VM_NAME_RULE, *name);
+		return -EINVAL;
+	}
 	return 0;
+}
+
+/* No daemon to ask (never started, or killed): point at the last session, still mergeable. */
+void status_last_session(const char *run_dir, const char *name)
+{
+	char path[PATH_MAX + 16], text[PATH_MAX + 32] = "", *dir, state[16], why[1024];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	if (!name)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.pid", run_dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || (n = read(fd, text, sizeof(text) - 1)) <= 0)
+		return;
+	text[n] = '\0';
+	dir = strchr(text, '\n');
+	if (!dir || !dir[1])
+		return;
+	dir[1 + strcspn(dir + 1, "\n")] = '\0';
+	if (session_ini_get(dir + 1, "state", state, sizeof(state)) == 0 && !strcmp(state, "failed")) {
+		if (session_ini_get(dir + 1, "start_error", why, sizeof(why)) < 0 || !why[0])
+			snprintf(why, sizeof(why), "see %s/collector.log", dir + 1);
+		log_error("no session of %s is running: its last start failed: %s (session %s; nothing was traced, "
+			  "so there is nothing to stop or merge: fix that, then run 'trace-collector start' again)",
+			  name, why, dir + 1);
+		return;
+	}
+	log_error("the last session of %s is %s; merge it with 'trace-collector merge %s -o %s.data'",
+		  name, dir + 1, dir + 1, name);
+}
+
+void status_no_answer(const char *run_dir, const char *name, const char *sock, int r, const char *what)
+{
+	if (r == -ENOENT)
+		log_error("no session running for %s (no daemon socket %s)", name ? name : "this VM", sock);
+	else if (r == -ECONNREFUSED)
+		log_error("no daemon listens on %s any more (a socket left by a daemon that is gone: killed or "
+			  "crashed)", sock);
+	else
+		log_error("the daemon at %s did not answer %s: %s", sock, what, strerror(-r));
+	status_last_session(run_dir, name);
 }
 
 static int status_run(int argc, char **argv)
@@ -147,8 +196,7 @@ static int status_run(int argc, char **argv)
 		return status_watch(sock);
 	r = ctlsock_request(sock, "status", stdout, NULL, 0);
 	if (r < 0) {
-		log_error("no answer from the daemon at %s: %s (did it crash? its session dir stays mergeable with 'trace-collector merge')",
-			  sock, strerror(-r));
+		status_no_answer(run_dir, name, sock, r, "status");
 		return 1;
 	}
 	return 0;

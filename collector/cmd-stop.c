@@ -2,7 +2,6 @@
 /* trace-collector stop: the daemon stops the agent and host perf and finalizes the
  * session; this process then runs the merge (the same code as 'merge', the recovery path). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,36 +131,6 @@ static void stop_output(const char *dir, const char *opt, char *buf, size_t size
 		return;
 	session_ini_get(dir, "vm", vm, sizeof(vm));
 	snprintf(buf, size, "%s.data", vm);
-}
-
-/* No daemon to ask (never started, or killed): point at the last session, still mergeable. */
-static void stop_last_session(const char *run_dir, const char *name)
-{
-	char path[PATH_MAX + 16], text[PATH_MAX + 32] = "", *dir, state[16], why[1024];
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-
-	if (!name)
-		return;
-	snprintf(path, sizeof(path), "%s/%s.pid", run_dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || (n = read(fd, text, sizeof(text) - 1)) <= 0)
-		return;
-	text[n] = '\0';
-	dir = strchr(text, '\n');
-	if (!dir || !dir[1])
-		return;
-	dir[1 + strcspn(dir + 1, "\n")] = '\0';
-	if (session_ini_get(dir + 1, "state", state, sizeof(state)) == 0 && !strcmp(state, "failed")) {
-		if (session_ini_get(dir + 1, "start_error", why, sizeof(why)) < 0 || !why[0])
-			snprintf(why, sizeof(why), "see %s/collector.log", dir + 1);
-		log_error("no session of %s is running: its last start failed: %s (session %s; nothing was traced, "
-			  "so there is nothing to stop or merge: fix that, then run 'trace-collector start' again)",
-			  name, why, dir + 1);
-		return;
-	}
-	log_error("the last session of %s is %s; merge it with 'trace-collector merge %s -o %s.data'",
-		  name, dir + 1, dir + 1, name);
 }
 
 /* --live-merge: the follower's file, merged while tracing (daemon-live.c), becomes OUT (an
@@ -377,7 +346,7 @@ static int stop_run(int argc, char **argv)
 	if (vmgroup_find(run_dir, name, dir, sizeof(dir)) == 1) /* one of several VMs: the whole set */
 		return vmgroup_stop(dir, out, compress, verbose);
 	if (status_socket(run_dir, name, sock, sizeof(sock)) < 0) {
-		stop_last_session(run_dir, name);
+		status_last_session(run_dir, name);
 		return 1;
 	}
 	r = status_request(sock, "stop", &reply);
@@ -389,8 +358,7 @@ static int stop_run(int argc, char **argv)
 		fflush(stdout);
 	}
 	if (r < 0) {
-		log_error("the daemon at %s did not answer the stop: %s", sock, strerror(-r));
-		stop_last_session(run_dir, name);
+		status_no_answer(run_dir, name, sock, r, "the stop");
 		return 1;
 	}
 	if (reply && !strncmp(reply, "stop: " DAEMON_STOP_TAKEN_OVER, 6 + strlen(DAEMON_STOP_TAKEN_OVER)))

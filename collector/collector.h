@@ -152,6 +152,12 @@ struct start_opts {
 /* cmd-status.c: the status client, shared by status, snapshot and stop. */
 /* The daemon's socket for --name (or the only session in run_dir); says why not. */
 int status_socket(const char *run_dir, const char *name, char *buf, size_t size);
+/* No daemon to ask (never started, or killed): says where the last session of name is, still
+ * mergeable, or why its start failed (run_dir/NAME.pid, session.ini). */
+void status_last_session(const char *run_dir, const char *name);
+/* The daemon at sock gave no answer to what (-r from the request): says why in words (no
+ * session, a stale socket, else the error) and where the last session is. */
+void status_no_answer(const char *run_dir, const char *name, const char *sock, int r, const char *what);
 /* One request to the daemon at sock, its reply in *ret_reply (free it; NULL when none came). */
 int status_request(const char *sock, const char *request, char **ret_reply);
 /* The options of status, snapshot and stop (out and compress NULL for status); *compress: 1 for

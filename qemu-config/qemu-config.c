@@ -25,10 +25,10 @@ bool qemu_config_vm_name_ok(const char *name)
 {
 	size_t len = name ? strlen(name) : 0;
 
-	if (len == 0 || len > QEMU_CONFIG_MAX_VM_NAME)
+	if (len == 0 || len > QEMU_CONFIG_MAX_VM_NAME || name[0] == '.' || name[0] == '-')
 		return false;
 	for (size_t i = 0; i < len; i++)
-		if (!char_in(name[i], "_-"))
+		if (!char_in(name[i], "_-."))
 			return false;
 	return true;
 }

@@ -10,7 +10,9 @@
 #define QEMU_CONFIG_PERF_PORT "perf-path-cpu"  /* + CPU number: guest perf (start --guest-perf) */
 #define QEMU_CONFIG_DEFAULT_DIR "/var/lib/virtio-trace"
 #define QEMU_CONFIG_MAX_CPUS 256
-#define QEMU_CONFIG_MAX_VM_NAME 64
+#define QEMU_CONFIG_MAX_VM_NAME 48
+/* The one rule for a VM name, in every command's words (setup, start, stop, status, snapshot). */
+#define QEMU_CONFIG_VM_NAME_RULE "1 to 48 letters, digits, '_', '-' or '.', not beginning with '.' or '-'"
 /* Ports per virtio-serial controller. QEMU announces each port to the guest with up to three
  * control messages (PORT_ADD, then PORT_NAME and PORT_OPEN once the guest says PORT_READY)
  * through a control in-queue of 32 entries, and drops a message when the guest has no buffer
@@ -30,7 +32,7 @@
 enum qemu_config_transport { QEMU_CONFIG_PIPE, QEMU_CONFIG_SOCKET };
 
 struct qemu_config {
-	const char *vm;   /* [A-Za-z0-9_-], at most QEMU_CONFIG_MAX_VM_NAME bytes */
+	const char *vm;   /* qemu_config_vm_name_ok */
 	const char *dir;  /* absolute per-VM dir, characters [A-Za-z0-9_./+@:-] */
 	unsigned ncpus;   /* 1 .. QEMU_CONFIG_MAX_CPUS */
 	enum qemu_config_transport transport;
@@ -41,7 +43,8 @@ struct qemu_config {
 unsigned qemu_config_nctrls(const struct qemu_config *qc);
 unsigned qemu_config_port_ctrl(const struct qemu_config *qc, unsigned i);
 
-/* True when name is a valid VM name ([A-Za-z0-9_-], 1..64 bytes). */
+/* True when name is a valid VM name (QEMU_CONFIG_VM_NAME_RULE: libvirt's and virt-manager's usual
+ * names, such as "ubuntu22.04", pass; nothing a path, QEMU's option syntax or XML would read). */
 bool qemu_config_vm_name_ok(const char *name);
 /* True when dir is absolute, has no "..", and only [A-Za-z0-9_./+@:-] (no quoting needed
  * in a shell, in QEMU's option syntax or in XML). */

@@ -24,6 +24,14 @@ TEST(vm_names)
 	CHECK(qemu_config_vm_name_ok("Web_01-a"));
 	CHECK(!qemu_config_vm_name_ok(""));
 	CHECK(!qemu_config_vm_name_ok(NULL));
+	CHECK(qemu_config_vm_name_ok("ubuntu22.04")); /* virt-manager's default names */
+	CHECK(qemu_config_vm_name_ok("rhel-10.0_x"));
+	CHECK(qemu_config_vm_name_ok("012345678901234567890123456789012345678901234567"));
+	CHECK(!qemu_config_vm_name_ok("0123456789012345678901234567890123456789012345678"));
+	CHECK(!qemu_config_vm_name_ok(".hidden"));
+	CHECK(!qemu_config_vm_name_ok(".."));
+	CHECK(!qemu_config_vm_name_ok("-x"));
+	CHECK(!qemu_config_vm_name_ok("a/b"));
 	CHECK(!qemu_config_vm_name_ok("a b"));
 	CHECK(!qemu_config_vm_name_ok("../x"));
 	CHECK(!qemu_config_vm_name_ok("vm,debug-threads=off"));

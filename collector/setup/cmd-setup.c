@@ -180,7 +180,7 @@ static int setup_opt_guest_perf(const char *arg, struct setup_opts *o)
 }
 
 static const struct setup_option setup_options[] = {
-	{ "name", "1 to 64 characters of [A-Za-z0-9_-]", setup_opt_name },
+	{ "name", QEMU_CONFIG_VM_NAME_RULE, setup_opt_name },
 	{ "cpus", "a number of CPUs from 1 to 256", setup_opt_cpus },
 	{ "dir", "an absolute path of [A-Za-z0-9_./+@:-] without '..'", setup_opt_dir },
 	{ "transport", "'pipe' or 'socket'", setup_opt_transport },

@@ -20,7 +20,8 @@ mode=${1:?usage: test-libvirt.sh boot|live N} n=${2:?usage: test-libvirt.sh boot
 case $mode in boot) transport=pipe ;; live) transport=socket ;; *) echo "bad mode $mode" >&2; exit 1 ;; esac
 VM_NAME=vt-e2e-lv-$mode
 LIBVIRT=${VT_LIBVIRT:-9.0}
-case $LIBVIRT in 9.0) ;; 11) VM_NAME=$VM_NAME-11 ;; *) echo "VT_LIBVIRT=$LIBVIRT: 9.0 or 11" >&2; exit 1 ;; esac
+# libvirt 11's domain has a dotted name as virt-manager gives them (ubuntu22.04): every command takes it.
+case $LIBVIRT in 9.0) ;; 11) VM_NAME=$VM_NAME-11.3 ;; *) echo "VT_LIBVIRT=$LIBVIRT: 9.0 or 11" >&2; exit 1 ;; esac
 URI=qemu:///system
 QEMU_USER=libvirt-qemu:libvirt-qemu
 lv() { timeout 60 virsh -q -c "$URI" "$@"; }

@@ -48,6 +48,15 @@ check_out "regular file in the way is named" "$d/trace-path-cpu2.out exists and 
 check "regular file in the way fails" bash -c "! '$T' setup --name vm1 --cpus 3 --dir '$d' >/dev/null 2>&1"
 check "regular file left alone" test -f "$d/trace-path-cpu2.out"
 check_out "bad VM name refused" "--name '../x': must be" "$T" setup --name ../x --cpus 2 --dir "$d"
+# One name rule for every command: libvirt's and virt-manager's names with dots (ubuntu22.04) pass.
+check_out "a name with a dot is set up" "^-name ubuntu22.04,debug-threads=on" "$T" setup --name ubuntu22.04 --cpus 1 --dir "$tmp/dotted"
+for c in start stop status snapshot; do
+	check_out "$c refuses the name setup refuses, in the same words" \
+		"invalid VM name '\.\./x': must be 1 to 48 letters, digits, '_', '-' or '\.', not beginning" \
+		"$T" $c --name ../x --run-dir "$tmp/run-none"
+done
+check_out "status takes a dotted name (no session: said so, no crash suspected)" "^trace-collector: error: no session running for ubuntu22.04 \\(no daemon socket [^ ]*/ubuntu22.04.sock\\)$" \
+	"$T" status --name ubuntu22.04 --run-dir "$tmp/run-none"
 check_out "257 CPUs refused" "--cpus '257': must be" "$T" setup --name vm1 --cpus 257 --dir "$d"
 check_out "unknown transport refused" "--transport 'tcp': must be" "$T" setup --name vm1 --cpus 1 --transport tcp
 
