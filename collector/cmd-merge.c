@@ -53,7 +53,7 @@ static int merge_cmd_run(int argc, char **argv)
 			guests[n_guests++] = optarg;
 			break;
 		case 'h': cmd_usage(&cmd_merge, 0); return 0;
-		default: cmd_usage(&cmd_merge, 1); return 2;
+		default: cmd_bad_option(&cmd_merge); return 2;
 		}
 	}
 	if (!o.output && optind == argc - 2)

@@ -73,7 +73,7 @@ static int report_cmd_parse(int argc, char **argv, struct report_cmd *c)
 		case 'F': q = report_cmd_seconds(optarg, 1e9, &c->o.from); break;
 		case 'T': q = report_cmd_seconds(optarg, 1e9, &c->o.to); break;
 		case 'h': cmd_usage(&cmd_report, 0); return 1;
-		default: cmd_usage(&cmd_report, 1); return -EINVAL;
+		default: cmd_bad_option(&cmd_report); return -EINVAL;
 		}
 		if (q < 0)
 			log_error("report: bad value '%s' for --%s (see trace-collector report --help)", optarg,
@@ -91,6 +91,10 @@ static int report_cmd_parse(int argc, char **argv, struct report_cmd *c)
 	}
 	if (c->o.to <= c->o.from) {
 		log_error("report: --to must be after --from");
+		return -EINVAL;
+	}
+	if (!c->svg && (c->o.from || c->o.to != UINT64_MAX)) {
+		log_error("report: --from and --to choose the SVG's window: give --svg OUT.svg too");
 		return -EINVAL;
 	}
 	c->file = argv[optind];
@@ -123,6 +127,34 @@ static int report_cmd_svg(struct report *r, const struct report_cmd *c)
 	return 0;
 }
 
+/* What the options ask for that the file does not hold: said, exit 1, rather than an empty
+ * report that reads as "no stalls". */
+static int report_cmd_check(const struct report *r, const struct report_cmd *c)
+{
+	uint32_t most = 0;
+
+	if (!r->n_vms) {
+		log_error("report: %s holds no guest (no VM in its ID_INDEX): give the merged file of "
+			  "'trace-collector stop' or 'merge', not a host recording", c->file);
+		return 1;
+	}
+	for (size_t i = 0; i < r->n_vms; i++)
+		most = r->vms[i].n_vcpus > most ? r->vms[i].n_vcpus : most;
+	if (c->f.vcpu >= (long)most) {
+		log_error("report: --vcpu %ld: no VM of %s has it (%s %u vCPUs, 0..%u)", c->f.vcpu, c->file,
+			  r->n_vms > 1 ? "its VMs have at most" : "its VM has", most, most ? most - 1 : 0);
+		return 1;
+	}
+	if (c->svg && r->t_last && (c->o.from > r->t_last || c->o.to < r->t_first)) {
+		log_error("report: the window --from %.6f --to %.6f s holds nothing of %s: its events run "
+			  "from %.6f to %.6f s", (double)c->o.from / 1e9,
+			  c->o.to == UINT64_MAX ? (double)r->t_last / 1e9 : (double)c->o.to / 1e9, c->file,
+			  (double)r->t_first / 1e9, (double)r->t_last / 1e9);
+		return 1;
+	}
+	return 0;
+}
+
 static int report_cmd_run(int argc, char **argv)
 {
 	struct report_cmd c = { .o = { .min_ns = 1000000, .to = UINT64_MAX }, .f = { .vcpu = -1, .top = 10 } };
@@ -142,6 +174,10 @@ static int report_cmd_run(int argc, char **argv)
 			  err[0] ? err : strerror(-q));
 		report_free(&r);
 		return 1;
+	}
+	if ((q = report_cmd_check(&r, &c))) {
+		report_free(&r);
+		return q;
 	}
 	report_sort_stalls(&r);
 	if (c.json)

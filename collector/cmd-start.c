@@ -301,7 +301,9 @@ static int start_options(int argc, char **argv, struct start_opts *o, const char
 			return -EINVAL;
 		}
 		if (c == '?' || (r = start_parse_one(o, c, dir, run)) < 0) {
-			if (c != '?')
+			if (c == '?')
+				cmd_bad_option(&cmd_start);
+			else
 				log_error("invalid value '%.64s%s' for option %s%s: it takes %s",
 					  optarg ? optarg : "", optarg && strlen(optarg) > 64 ? "..." : "", li >= 0 ? "--" : "-", li >= 0 ? lopts[li].name : (char[]){ (char)c, 0 },
 					  start_accepted(c));

@@ -123,7 +123,7 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 			cmd_usage(cmd, 0);
 			return 1;
 		} else {
-			log_error("invalid option (see trace-collector %s --help)", cmd->name);
+			cmd_bad_option(cmd);
 			return -EINVAL;
 		}
 	}

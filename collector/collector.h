@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "log.h"
+
 /* A subcommand: argv[0] is the subcommand's name. Returns the exit status. */
 struct cmd_entry {
 	const char *name;
@@ -24,6 +26,13 @@ struct cmd_entry {
 static inline void cmd_usage(const struct cmd_entry *cmd, int to_stderr)
 {
 	fprintf(to_stderr ? stderr : stdout, "Usage: trace-collector %s %s\n", cmd->name, cmd->usage);
+}
+
+/* An option getopt refused (it said which): one line pointing at --help, the same in every
+ * subcommand. */
+static inline void cmd_bad_option(const struct cmd_entry *cmd)
+{
+	log_error("invalid option (see trace-collector %s --help)", cmd->name);
 }
 
 extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cmd_stop, cmd_merge, cmd_report;

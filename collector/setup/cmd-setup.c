@@ -207,7 +207,7 @@ static int setup_parse(int argc, char **argv, struct setup_opts *o)
 			return 1;
 		}
 		if (c < 0 || c >= (int)ARRAY_SIZE(setup_options)) {
-			cmd_usage(&cmd_setup, 1);
+			cmd_bad_option(&cmd_setup);
 			return 2;
 		}
 		if (setup_options[c].parse(optarg, o) < 0) {

@@ -41,6 +41,18 @@ check_out "a file that is not perf.data: named, exit 1" "cannot read /etc/hostna
 	bash -c '"$1" report /etc/hostname; echo "exit $?"' _ "$TRACE_COLLECTOR"
 check_out "no FILE: exit 2" 'report needs one FILE' bash -c '"$1" report; echo "exit $?"' _ "$TRACE_COLLECTOR"
 check_out "--svg with --json refused" 'exclude each other' tc report "$in" --json --svg "$T/x.svg"
+# What the file does not hold is said, exit 1, not an empty report that reads as "no stalls".
+check_out "--vcpu 9 of a 2-vCPU file: named, exit 1" "--vcpu 9: no VM of .* has it \(its VM has 2 vCPUs, 0\.\.1\).*exit 1" \
+	bash -c 'o=$("$1" report "$2" --vcpu 9 2>&1); echo "$o exit $?"' _ "$TRACE_COLLECTOR" "$in"
+check_out "an SVG window outside the file: the file's span named, exit 1" \
+	"window --from 1000000\.000000 --to 1000001\.000000 s holds nothing of .*: its events run from 40[0-9.]* to 405\.[0-9]* s.*exit 1" \
+	bash -c 'o=$("$1" report "$2" --svg "$3" --from 1000000 --to 1000001 2>&1); echo "$o exit $?"' _ "$TRACE_COLLECTOR" "$in" "$T/w.svg"
+check_out "--from without --svg: said, exit 2" "--from and --to choose the SVG's window: give --svg OUT.svg too.*exit 2" \
+	bash -c 'o=$("$1" report "$2" --from 405 2>&1); echo "$o exit $?"' _ "$TRACE_COLLECTOR" "$in"
+check_out "a host recording (no guest): named, exit 1" "holds no guest \(no VM in its ID_INDEX\).*exit 1" \
+	bash -c 'o=$("$1" report "$2" 2>&1); echo "$o exit $?"' _ "$TRACE_COLLECTOR" "$VT_SOURCE_ROOT/tests/fuzz/report/host-only-sched-switch"
+check_out "an unknown option: one line pointing at --help, exit 2" "^trace-collector: error: invalid option \(see trace-collector report --help\)\$" \
+	tc report "$in" --bogus
 
 # A guest-only session with guest perf (tests/fixtures/coarse-clock-fork, a real --no-host
 # session, merged here): the report says what it cannot know instead of guessing.
