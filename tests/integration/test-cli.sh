@@ -14,6 +14,21 @@ for c in setup start status snapshot stop merge report; do
 	check_out "collector --help lists $c" "^  $c " "$TRACE_COLLECTOR" --help
 	check_out "collector $c --help" "^Usage: trace-collector $c" "$TRACE_COLLECTOR" "$c" --help
 done
+# Bash completion offers every option each subcommand's --help names (a few --help words are
+# another command's: setup's virsh --config, start's 'merge --follow', snapshot's start option).
+complete() { :; }
+. "$VT_SOURCE_ROOT/completion/trace-collector"
+offered() { # CMD: the words completion offers after 'trace-collector CMD -'
+	COMP_WORDS=(trace-collector "$1" -) COMP_CWORD=2 COMPREPLY=()
+	_trace_collector
+	printf '%s\n' "${COMPREPLY[@]}"
+}
+declare -A not_its=([setup]='--config' [start]='--follow' [snapshot]='--flight-recorder')
+for c in setup start status snapshot stop merge report; do
+	missing=$(comm -23 <("$TRACE_COLLECTOR" "$c" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u |
+		grep -vxF -e "${not_its[$c]:-}" -e --help) <(offered "$c" | sort -u) | tr '\n' ' ')
+	check "bash completion of $c offers every option its --help names${missing:+ (missing: $missing)}" test -z "$missing"
+done
 check_out "start --live-merge with --flight-recorder: refused, saying why" 'with --flight-recorder the window is merged at stop' \
 	"$TRACE_COLLECTOR" start --name vm1 --flight-recorder 64M --live-merge
 check_out "snapshot without a session: says so" 'no session|not running|no daemon' \
