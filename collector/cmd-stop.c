@@ -262,9 +262,16 @@ static void stop_stalls(struct stop_out *so, const char *dir, const char *out, b
 		stop_out_line(so, text);
 }
 
+void stop_zstd_hint(const char *merge_args, const char *out, FILE *f)
+{
+	fprintf(f, "  %s is zstd-compressed (perf 5.x+ reads it): for readers without zstd (hotspot's "
+		"perfparser, older perf) write a plain copy with 'trace-collector merge %s --no-compress -o "
+		"PLAIN.data', or stop with --no-compress\n", out, merge_args);
+}
+
 /* The output line, and where the rest is (the guest functions' perf command too when the
- * merge said one). */
-static void stop_output_line(struct stop_out *so, const char *out)
+ * merge said one); how to get a plain file when it is zstd. */
+static void stop_output_line(struct stop_out *so, const char *dir, const char *out, bool zstd)
 {
 	char line[2 * PATH_MAX + 128], data[PATH_MAX + 8];
 	struct stat st;
@@ -277,6 +284,17 @@ static void stop_output_line(struct stop_out *so, const char *out)
 		snprintf(line, sizeof(line), "output: %s (%.1f MB)\n", out, stat(out, &st) == 0 ? (double)st.st_size / 1e6 : 0.0);
 	}
 	stop_out_line(so, line);
+	if (zstd) {
+		_cleanup_free_ char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		if (f) {
+			stop_zstd_hint(dir, out, f);
+			if (fclose(f) == 0 && text)
+				stop_out_line(so, text);
+		}
+	}
 	if (so->hint[0] && !so->verbose)
 		printf("%s\n", so->hint);
 	if (so->file && !so->verbose)
@@ -310,7 +328,7 @@ static int stop_merge(struct stop_out *so, const char *dir, const char *out, int
 	}
 	session_ini_set(dir, "state", "merged");
 	stop_stalls(so, dir, out, live);
-	stop_output_line(so, out);
+	stop_output_line(so, dir, out, merge_zstd_level(dir, compress) > 0);
 	return r > 0 ? 3 : 0; /* 3: written, but the guest clock is unaligned (said above) */
 }
 

@@ -454,12 +454,19 @@ static int vmgroup_merge_said(const struct vmgroup *g, const char *out, int comp
 }
 
 /* The merge's command line, for the message when it failed. */
-static void vmgroup_merge_hint(const struct vmgroup *g, const char *out)
+/* The set's merge arguments: the leader's session dir, then --guest DIR of each member. */
+static void vmgroup_merge_args(const struct vmgroup *g, FILE *f)
 {
-	fprintf(stderr, "retry with: trace-collector merge %s", vmgroup_leader_dir(g));
+	fputs(vmgroup_leader_dir(g), f);
 	for (unsigned i = 0; i < g->n; i++)
 		if (g->vm[i].role == VMGROUP_MEMBER)
-			fprintf(stderr, " --guest %s", g->vm[i].dir);
+			fprintf(f, " --guest %s", g->vm[i].dir);
+}
+
+static void vmgroup_merge_hint(const struct vmgroup *g, const char *out)
+{
+	fprintf(stderr, "retry with: trace-collector merge ");
+	vmgroup_merge_args(g, stderr);
 	fprintf(stderr, " -o %s\n", out);
 }
 
@@ -504,5 +511,16 @@ int vmgroup_stop(const char *leader_dir, const char *opt_out, int compress, bool
 	else
 		report_stop_summary(out, stdout);
 	printf("output: %s (%.1f MB)\n", out, (double)st.st_size / 1e6);
+	if (merge_zstd_level(leader_dir, compress) > 0) {
+		_cleanup_free_ char *args = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&args, &len);
+
+		if (f) {
+			vmgroup_merge_args(g, f);
+			if (fclose(f) == 0 && args)
+				stop_zstd_hint(args, out, stdout);
+		}
+	}
 	return r; /* 3: written, some guest's clock unaligned (the merge said which) */
 }
