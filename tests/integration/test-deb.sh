@@ -40,5 +40,9 @@ for f in usr/share/man/man1/trace-collector.1.gz usr/share/man/man8/trace-agent.
 	 usr/share/doc/virtio-trace/copyright; do
 	check "packaged: /$f" test -s "$T/root/$f"
 done
+exe=$(sed -n 's/^ExecStart=//p' "$T/root/usr/lib/systemd/system/trace-agent.service")
+check "the packaged unit runs the packaged agent ($exe)" test "$exe" = /usr/bin/trace-agent -a -x "$T/root$exe"
+check "systemd-analyze verify: the packaged unit is valid" bash -c 'out=$(systemd-analyze verify --root="$1" trace-agent.service 2>&1);
+	! grep -Ei "trace-agent.service:.*(not executable|no such|unknown|invalid)" <<<"$out" || { echo "$out"; exit 1; }' _ "$T/root"
 check_out "packaged man page renders" "ports-dir" man -l "$T/root/usr/share/man/man8/trace-agent.8.gz"
 finish

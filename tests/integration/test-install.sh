@@ -41,6 +41,8 @@ done
 outside=$(find "$T/root" -type f ! -path "$R/*" | head -n 3)
 check "every installed file is under DESTDIR/prefix ($outside)" test -z "$outside"
 check_out "installed trace-collector runs" "^trace-collector [0-9]" "$R/bin/trace-collector" --version
+exe=$(sed -n 's/^ExecStart=//p' "$R/lib/systemd/system/trace-agent.service")
+check "the installed unit runs the installed agent ($exe)" test "$exe" = "$prefix/bin/trace-agent" -a -x "$T/root$exe"
 
 # The rendered pages: man reads them; every start option is in the text.
 page=$(MANWIDTH=200 man -l "$R/share/man/man1/trace-collector.1" 2>"$T/man.err")
