@@ -262,11 +262,25 @@ static void stop_stalls(struct stop_out *so, const char *dir, const char *out, b
 		stop_out_line(so, text);
 }
 
-void stop_zstd_hint(const char *merge_args, const char *out, FILE *f)
+void stop_zstd_hint(const char *merge_args, const char *out, bool remergeable, FILE *f)
 {
-	fprintf(f, "  %s is zstd-compressed (perf 5.x+ reads it): for readers without zstd (hotspot's "
-		"perfparser, older perf) write a plain copy with 'trace-collector merge %s --no-compress -o "
-		"PLAIN.data', or stop with --no-compress\n", out, merge_args);
+	if (remergeable)
+		fprintf(f, "  %s is zstd-compressed (perf 5.x+ reads it): for readers without zstd (hotspot's "
+			"perfparser, older perf) write a plain copy with 'trace-collector merge %s --no-compress -o "
+			"PLAIN.data', or stop with --no-compress\n", out, merge_args);
+	else
+		fprintf(f, "  %s is zstd-compressed (perf 5.x+ reads it); readers without zstd (hotspot's "
+			"perfparser, older perf) need a plain file, and this session cannot be merged again (spool "
+			"pages were freed behind the live merge): start with --no-compress for them\n", out);
+}
+
+/* Whether the spools still hold the whole session: nothing freed behind the live merge
+ * (session.ini spools_released, daemon-disk.c). */
+static bool stop_spools_whole(const char *dir)
+{
+	char n[32] = "";
+
+	return session_ini_get(dir, "spools_released", n, sizeof(n)) < 0 || !n[0] || !strcmp(n, "0");
 }
 
 /* The output line, and where the rest is (the guest functions' perf command too when the
@@ -290,7 +304,7 @@ static void stop_output_line(struct stop_out *so, const char *dir, const char *o
 		FILE *f = open_memstream(&text, &len);
 
 		if (f) {
-			stop_zstd_hint(dir, out, f);
+			stop_zstd_hint(dir, out, stop_spools_whole(dir), f);
 			if (fclose(f) == 0 && text)
 				stop_out_line(so, text);
 		}

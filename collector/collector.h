@@ -49,8 +49,9 @@ extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cm
  * session without it: the default level). */
 int merge_zstd_level(const char *session_dir, int compress);
 /* cmd-stop.c: stop's line for a zstd OUT: how readers without zstd get a plain one (merge_args:
- * the session dir, and a set's --guest DIRs). */
-void stop_zstd_hint(const char *merge_args, const char *out, FILE *f);
+ * the session dir, and a set's --guest DIRs), or, when the spools are no longer whole
+ * (!remergeable), that only a --no-compress start gives one. */
+void stop_zstd_hint(const char *merge_args, const char *out, bool remergeable, FILE *f);
 /* Merges SESSION_DIR into OUT (zstd level: merge_zstd_level(compress)); human summary lines go
  * to summary. Returns 0 or -errno (the merge prints its summary on stdout). */
 /* 0, 1 when written with the guest clock unaligned, or -errno; -EFBIG when the output would

@@ -519,7 +519,7 @@ int vmgroup_stop(const char *leader_dir, const char *opt_out, int compress, bool
 		if (f) {
 			vmgroup_merge_args(g, f);
 			if (fclose(f) == 0 && args)
-				stop_zstd_hint(args, out, stdout);
+				stop_zstd_hint(args, out, true, stdout); /* a set has no live merge */
 		}
 	}
 	return r; /* 3: written, some guest's clock unaligned (the merge said which) */
