@@ -262,18 +262,6 @@ static void stop_stalls(struct stop_out *so, const char *dir, const char *out, b
 		stop_out_line(so, text);
 }
 
-void stop_zstd_hint(const char *merge_args, const char *out, bool remergeable, FILE *f)
-{
-	if (remergeable)
-		fprintf(f, "  %s is zstd-compressed (perf 5.x+ reads it): for readers without zstd (hotspot's "
-			"perfparser, older perf) write a plain copy with 'trace-collector merge %s --no-compress -o "
-			"PLAIN.data', or stop with --no-compress\n", out, merge_args);
-	else
-		fprintf(f, "  %s is zstd-compressed (perf 5.x+ reads it); readers without zstd (hotspot's "
-			"perfparser, older perf) need a plain file, and this session cannot be merged again (spool "
-			"pages were freed behind the live merge): start with --no-compress for them\n", out);
-}
-
 /* Whether the spools still hold the whole session: nothing freed behind the live merge
  * (session.ini spools_released, daemon-disk.c). */
 static bool stop_spools_whole(const char *dir)

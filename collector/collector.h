@@ -48,7 +48,7 @@ extern const struct cmd_entry cmd_setup, cmd_start, cmd_status, cmd_snapshot, cm
  * level, -1 (neither) the session's choice (session.ini opt_compress, written by start; a
  * session without it: the default level). */
 int merge_zstd_level(const char *session_dir, int compress);
-/* cmd-stop.c: stop's line for a zstd OUT: how readers without zstd get a plain one (merge_args:
+/* stop-summary.c: stop's line for a zstd OUT: how readers without zstd get a plain one (merge_args:
  * the session dir, and a set's --guest DIRs), or, when the spools are no longer whole
  * (!remergeable), that only a --no-compress start gives one. */
 void stop_zstd_hint(const char *merge_args, const char *out, bool remergeable, FILE *f);
