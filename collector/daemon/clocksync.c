@@ -305,19 +305,32 @@ int clocksync_finish(struct clocksync *c, const char *dir, const char *method, u
 	return r;
 }
 
+/* Method kvm while tracing (clock.ini not written yet): the bound the readings so far give, by
+ * the start's TSC fit (stop measures it again). */
+static uint64_t clocksync_kvm_bound_now(const struct clocksync *c)
+{
+	struct clock_kvm k = { .time_conv = c->time_conv, .tc = c->tc, .fit = c->fit0 };
+
+	if (c->error_bound)
+		return c->error_bound;
+	return MAX(c->time_conv ? 1 : MAX(c->fit0.max_error_ns, 1), clocksync_kvm_jump_ns(c, &k));
+}
+
 void clocksync_describe(const struct clocksync *c, const char *method, char *buf, size_t size)
 {
+	uint64_t kvm_bound = strcmp(method, "kvm") ? 0 : clocksync_kvm_bound_now(c);
+
 	if (!strcmp(method, "kvm") && c->kvm_changes)
 		snprintf(buf, size, "kvm (host TSC → perf clock by %s), %u readings of %u vCPUs in kvm.samples, error bound %" PRIu64
 			 " ns: the vCPUs' TSC offsets changed %u times during the session, by up to %" PRIu64
 			 " cycles (KVM moves them on a host whose TSC is unstable, or the guest wrote its TSC), and a time "
 			 "between two readings is known only to within that",
 			 c->time_conv ? "perf's TIME_CONV" : "a measured TSC↔CLOCK_MONOTONIC fit", c->nkvm,
-			 c->kvm_vcpus, c->error_bound, c->kvm_changes, c->kvm_jump_cycles);
+			 c->kvm_vcpus, kvm_bound, c->kvm_changes, c->kvm_jump_cycles);
 	else if (!strcmp(method, "kvm"))
 		snprintf(buf, size, "kvm (host TSC → perf clock by %s), %u readings of %u vCPUs in kvm.samples, error bound %" PRIu64 " ns",
 			 c->time_conv ? "perf's TIME_CONV" : "a measured TSC↔CLOCK_MONOTONIC fit", c->nkvm,
-			 c->kvm_vcpus, c->error_bound);
+			 c->kvm_vcpus, kvm_bound);
 	else if (!strcmp(method, "ptp") && c->fitted)
 		snprintf(buf, size, "ptp, %u probe samples (%u used), error bound %" PRIu64
 			 " ns, round trip min %" PRIu64 " ns / median %" PRIu64 " ns, %u hold-out probes",
