@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "collector.h"
+#include "hostevents.h"
 #include "hostperf.h"
 #include "log.h"
 #include "merge.h"
@@ -24,6 +25,7 @@ struct hostperf {
 	int status;   /* wait status once exited */
 	bool exited, stopping;
 	char data[PATH_MAX + 16];
+	char mediated[64]; /* KVM's mediated PMU parameter that is on ("": none) */
 };
 
 /* Default host events: sched_switch and sched_wakeup (who ran instead of a vCPU thread, who
@@ -108,6 +110,40 @@ static int hostperf_argv(const struct start_opts *o, bool monotonic, char *data,
 	return 0;
 }
 
+/* KVM's mediated PMU on this host: every hardware event of perf's event lists (-e LIST,
+ * --event LIST, --event=LIST, -eLIST) gets :H (hostevents.c), into bufs (nbufs of them, freed
+ * by the caller). 0, or -ENOMEM / -E2BIG. */
+static int hostperf_guard_argv(char **argv, char **bufs, size_t nbufs, struct hostevents_guarded *g)
+{
+	size_t nb = 0;
+
+	for (int i = 0; argv[i]; i++) {
+		const char *list = NULL, *prefix = "";
+		int at = i;
+		size_t len;
+		int r;
+
+		if ((!strcmp(argv[i], "-e") || !strcmp(argv[i], "--event")) && argv[i + 1])
+			list = argv[++i], at = i;
+		else if (!strncmp(argv[i], "--event=", 8))
+			list = argv[i] + 8, prefix = "--event=";
+		else if (!strncmp(argv[i], "-e", 2) && argv[i][2])
+			list = argv[i] + 2, prefix = "-e";
+		if (!list)
+			continue;
+		if (nb == nbufs)
+			return -E2BIG;
+		len = strlen(prefix) + 3 * strlen(list) + 64;
+		if (!(bufs[nb] = malloc(len)))
+			return -ENOMEM;
+		strcpy(bufs[nb], prefix);
+		if ((r = hostevents_guard(list, bufs[nb] + strlen(prefix), len - strlen(prefix), g)) < 0)
+			return r;
+		argv[at] = bufs[nb++];
+	}
+	return 0;
+}
+
 static void hostperf_child(const char *session_dir, char **argv)
 {
 	char log[PATH_MAX + 32];
@@ -133,7 +169,8 @@ static void hostperf_child(const char *session_dir, char **argv)
 int hostperf_start(const struct start_opts *o, const char *session_dir, bool monotonic, const char *control,
 		   struct hostperf **ret)
 {
-	char events[512], ring[32], ctl[2 * PATH_MAX + 96], *argv[PERF_MAX_ARGS];
+	char events[512], ring[32], ctl[2 * PATH_MAX + 96], *argv[PERF_MAX_ARGS], *bufs[PERF_MAX_ARGS / 2] = { 0 };
+	struct hostevents_guarded g = { 0 };
 	struct hostperf *h;
 	int r;
 
@@ -151,16 +188,33 @@ int hostperf_start(const struct start_opts *o, const char *session_dir, bool mon
 	if (control)
 		snprintf(ctl, sizeof(ctl), "%s", control);
 	r = hostperf_argv(o, monotonic, h->data, events, ring, sizeof(ring), control ? ctl : NULL, argv);
+	if (r == 0 && hostevents_mediated_pmu("/sys", h->mediated, sizeof(h->mediated)) &&
+	    (r = hostperf_guard_argv(argv, bufs, ARRAY_SIZE(bufs), &g)) == 0) {
+		log_info("host perf: KVM's mediated PMU is on (%s): %u hardware event%s given :H (exclude_guest: "
+			 "a host event that counts the guest fails beside a mediated-PMU VM)", h->mediated, g.changed,
+			 g.changed == 1 ? "" : "s");
+		if (g.guest)
+			log_warn("host perf: %u hardware event%s ask%s for the guest's mode (:G), which the host cannot count "
+				 "while a mediated-PMU VM runs (perf fails with EOPNOTSUPP): the guest's own profile is "
+				 "start --guest-perf", g.guest, g.guest == 1 ? "" : "s", g.guest == 1 ? "s" : "");
+	}
 	if (r == 0 && (h->pid = fork()) < 0)
 		r = -errno;
+	if (h->pid == 0 && r == 0)
+		hostperf_child(session_dir, argv);
+	for (size_t i = 0; i < ARRAY_SIZE(bufs); i++)
+		free(bufs[i]);
 	if (r < 0) {
 		free(h);
 		return r;
 	}
-	if (h->pid == 0)
-		hostperf_child(session_dir, argv);
 	*ret = h;
 	return 0;
+}
+
+const char *hostperf_mediated(const struct hostperf *h)
+{
+	return h->mediated;
 }
 
 bool hostperf_reap(struct hostperf *h)

@@ -21,6 +21,9 @@ void hostperf_kill(struct hostperf *h);
 void hostperf_free(struct hostperf *h);
 const char *hostperf_state(const struct hostperf *h, char *buf, size_t size);
 int hostperf_exit_status(const struct hostperf *h);
+/* The module parameter of KVM's mediated PMU that is on ("kvm_amd.enable_mediated_pmu"), or "":
+ * with it, host perf's hardware events were given :H (hostevents.c). */
+const char *hostperf_mediated(const struct hostperf *h);
 /* --flight-recorder (perf --overwrite --switch-output): SIGUSR2, perf writes DATA.<timestamp>. */
 int hostperf_dump(struct hostperf *h);
 int hostperf_settle(struct hostperf *h, const char *dir); /* the last dump becomes DATA */

@@ -152,6 +152,9 @@ int session_write(const struct session_info *s)
 	ini_u64(f, "started_mono_ns", s->started_mono_ns);
 	ini_u64(f, "stopped_mono_ns", s->stopped_mono_ns);
 	ini_str(f, "host_data", s->host_data);
+	/* KVM's mediated PMU on the host (its parameter; "" none): host hardware events got :H, and
+	 * every VM of this host then has a mediated vPMU or none (hostevents.c) */
+	ini_str(f, "host_mediated_pmu", s->host_mediated_pmu);
 	ini_str(f, "state", s->state);
 	ini_str(f, "guest_release", s->guest_release);
 	ini_str(f, "guest_arch", s->guest_arch);

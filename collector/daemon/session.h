@@ -22,6 +22,7 @@ struct session_info {
 	char events[1024];
 	uint64_t started_realtime_ns, started_mono_ns, stopped_mono_ns;
 	char host_data[PATH_MAX];
+	char host_mediated_pmu[64]; /* KVM's mediated PMU parameter that is on, "" none (hostevents.c) */
 	char state[16];
 	char guest_release[128], guest_arch[32];
 	char stop_reason[128];

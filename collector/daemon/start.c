@@ -230,6 +230,7 @@ void daemon_start_perf(struct daemon *d)
 		return;
 	}
 	snprintf(d->s.host_data, sizeof(d->s.host_data), "host.data");
+	snprintf(d->s.host_mediated_pmu, sizeof(d->s.host_mediated_pmu), "%s", hostperf_mediated(d->perf));
 	daemon_set_phase(d, PH_PERF, 30 * SEC);
 }
 

@@ -159,8 +159,11 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 		if (hostperf_ready(d->perf, &err)) {
 			daemon_send_start(d);
 		} else if (err) {
-			daemon_fail(d, "host perf record exited with status %d before recording (see %s/host-perf.log)",
-				    hostperf_exit_status(d->perf), d->s.dir);
+			daemon_fail(d, "host perf record exited with status %d before recording (see %s/host-perf.log)%s%s%s",
+				    hostperf_exit_status(d->perf), d->s.dir,
+				    hostperf_mediated(d->perf)[0] ? "; KVM's mediated PMU is on (" : "", hostperf_mediated(d->perf),
+				    hostperf_mediated(d->perf)[0] ? "): a host hardware event that counts the guest (:G) "
+				    "fails beside a mediated-PMU VM, and such a VM cannot start (EBUSY) while one counts" : "");
 		}
 	} else if (d->ph == PH_TRACING) {
 		uint64_t silent = now - agentctl_last_rx(d->agent);
