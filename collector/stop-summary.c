@@ -48,7 +48,7 @@ const char *summary_list_str(struct summary_list *l)
 /* What the merge summary's lines say, by the section ("  host:", "  losses:", ...) they are in. */
 struct merge_brief {
 	struct summary_list dropped, warn;
-	uint64_t host, guest;
+	uint64_t host, guest, exits;
 	unsigned types;
 	bool seen;
 	char section[32];
@@ -70,6 +70,8 @@ static void summary_merge_head(struct merge_brief *b, const char *line, char *hi
 		b->host = strtoull(p + 13, NULL, 10);
 	else if (!strcmp(label, "guest"))
 		b->guest = strtoull(line + 10, NULL, 10);
+	else if (!strcmp(label, "exits")) /* exit samples: "  exits:  N guest samples ..." of each VM */
+		b->exits += strtoull(p + 6, NULL, 10);
 	else if (!strcmp(label, "guest user functions"))
 		snprintf(hint, hintlen, "%s", line + 2);
 	for (size_t i = 0; i < ARRAY_SIZE(warn); i++)
@@ -115,9 +117,11 @@ void summary_merge_brief(const char *text, FILE *out, char *hint, size_t hintlen
 	}
 	if (!b.seen)
 		return;
-	fprintf(out, "merged: %llu host samples, %llu guest samples of %u event type%s (counts per type: stop -v); %s%s\n",
-		(unsigned long long)b.host, (unsigned long long)b.guest, b.types, b.types == 1 ? "" : "s", b.dropped.n ? "dropped: " : "nothing dropped",
-		summary_list_str(&b.dropped));
+	fprintf(out, "merged: %llu host samples, %llu guest samples of %u event type%s (counts per type: stop -v)", (unsigned long long)b.host,
+		(unsigned long long)b.guest, b.types, b.types == 1 ? "" : "s");
+	if (b.exits) /* collector/merge/exits.c */
+		fprintf(out, ", %llu guest samples at VM exits (guest_kvm:kvm_exit)", (unsigned long long)b.exits);
+	fprintf(out, "; %s%s\n", b.dropped.n ? "dropped: " : "nothing dropped", summary_list_str(&b.dropped));
 	if (b.warn.n)
 		fprintf(out, "warnings: %s\n", summary_list_str(&b.warn));
 }

@@ -145,7 +145,7 @@ int merge_dir_keep_old(const char *out, char *why, size_t len)
 static bool dir_wanted(const struct merge_ctx *m)
 {
 	for (size_t v = 0; v < m->n_vm; v++)
-		if (m->vm[v].gp.present && (m->vm[v].gp.ktext || merge_gbin_any(m->vm[v].dir)))
+		if (merge_out_vm_ktext(&m->vm[v]) || (m->vm[v].gp.present && merge_gbin_any(m->vm[v].dir)))
 			return true;
 	return false;
 }
@@ -183,7 +183,7 @@ static int dir_kcore(struct merge_vm *vm, const char *out)
 	size_t n;
 	int r;
 
-	if (!vm->gp.present || !vm->gp.ktext)
+	if (!merge_out_vm_ktext(vm))
 		return 0;
 	if ((dfd = merge_input_dir(&vm->guest, vm->dir)) < 0)
 		return dfd;

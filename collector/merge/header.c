@@ -103,7 +103,8 @@ static char **host_names_desc(struct merge_ctx *m)
 	return names;
 }
 
-/* The name of attr i: the host's, or a VM's "<prefix><sys>:<event>" or "<perf event>:G". */
+/* The name of attr i: the host's, or a VM's "<prefix><sys>:<event>", "<perf event>:G" or
+ * "<prefix>kvm:kvm_exit" (its exit samples). */
 static void attr_name(const struct merge_ctx *m, char **host, size_t i, char *buf, size_t len)
 {
 	size_t nh = m->host.present ? m->host.n_attrs : 0;
@@ -126,6 +127,11 @@ static void attr_name(const struct merge_ctx *m, char **host, size_t i, char *bu
 			return;
 		}
 		i -= merge_out_vm_n_perf(vm);
+		if (i < merge_out_vm_n_exits(vm)) {
+			snprintf(buf, len, "%skvm:kvm_exit", vm->sys_prefix);
+			return;
+		}
+		i -= merge_out_vm_n_exits(vm);
 	}
 	snprintf(buf, len, "unknown");
 }

@@ -217,6 +217,7 @@ static void summary_vm(const struct merge_ctx *m, const struct merge_vm *vm)
 	else if (g->present)
 		printf("  vm pid: %" PRIu64 "\n", g->machine_pid);
 	merge_gperf_summary(&vm->gp, g);
+	merge_exits_summary(m, vm);
 	summary_clock(g);
 	summary_vcpu(vm);
 	summary_build_id(g);

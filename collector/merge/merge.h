@@ -308,6 +308,8 @@ int merge_vcpu_init(struct merge_vcpu *v, const struct merge_guest *g, const str
 void merge_vcpu_host(struct merge_vcpu *v, const struct merge_host *h, const struct perf_event_header *rec);
 /* Host CPU of vcpu at the current time; the vCPU number when unknown (counted). */
 uint32_t merge_vcpu_cpu(struct merge_vcpu *v, uint32_t vcpu);
+/* The vCPU whose thread is host tid, -1 when none of this VM's. */
+long merge_vcpu_of_tid(const struct merge_vcpu *v, int32_t tid);
 /* Host tid of vcpu's thread, -1 when unknown. */
 int32_t merge_vcpu_tid(const struct merge_vcpu *v, uint32_t vcpu);
 void merge_vcpu_free(struct merge_vcpu *v);

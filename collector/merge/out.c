@@ -47,7 +47,8 @@ static void out_gperf_attrs(const struct merge_ctx *m, const struct merge_vm *vm
 	}
 }
 
-/* One guest kernel MMAP record (pid = the machine's, the guest sample id of the first perf event). */
+/* One guest kernel MMAP record (pid = the machine's, the guest sample id of the first perf event,
+ * or of its exit samples without guest perf: they follow the tracepoints'). */
 static int out_gperf_kernel_map(struct merge_ctx *m, const struct merge_vm *vm, const char *name, uint64_t start,
 				uint64_t len, uint64_t pgoff)
 {
@@ -74,27 +75,33 @@ static int out_gperf_kernel_map(struct merge_ctx *m, const struct merge_vm *vm, 
  * "[guest.kernel.kallsyms.PID]_text" (pgoff = _text) up to the first module above it, then
  * one "[module]" map per module, so that guest kernel and module samples resolve against the
  * output's kcore_dir__PID/kallsyms (perf files a module's kallsyms lines under its map). */
+uint64_t merge_out_vm_ktext(const struct merge_vm *vm)
+{
+	if (vm->gp.present && vm->gp.ktext)
+		return vm->gp.ktext;
+	return vm->exits.on && vm->guest.gsym ? vm->guest.gsym->ktext : 0;
+}
+
 static int out_gperf_kernel_mmap(struct merge_ctx *m, const struct merge_vm *vm)
 {
-	const struct merge_gperf *gp = &vm->gp;
 	const struct gsym_module *mods = vm->guest.gsym ? vm->guest.gsym->mods : NULL;
 	size_t n_mods = vm->guest.gsym ? vm->guest.gsym->n_mods : 0;
-	uint64_t kend = ~0ull;
+	uint64_t kend = ~0ull, ktext = merge_out_vm_ktext(vm);
 	char name[64];
 	int r;
 
-	if (!gp->present || !gp->ktext)
+	if (!ktext)
 		return 0;
 	for (size_t i = 0; i < n_mods; i++)
-		if (mods[i].start > gp->ktext) {
+		if (mods[i].start > ktext) {
 			kend = mods[i].start;
 			break;
 		}
 	snprintf(name, sizeof(name), "[guest.kernel.kallsyms.%u]_text", (uint32_t)vm->guest.machine_pid);
-	if ((r = out_gperf_kernel_map(m, vm, name, gp->ktext, kend - gp->ktext, gp->ktext)) < 0)
+	if ((r = out_gperf_kernel_map(m, vm, name, ktext, kend - ktext, ktext)) < 0)
 		return r;
 	for (size_t i = 0; i < n_mods; i++)
-		if (mods[i].start > gp->ktext &&
+		if (mods[i].start > ktext &&
 		    (r = out_gperf_kernel_map(m, vm, mods[i].name, mods[i].start, mods[i].end - mods[i].start, 0)) < 0)
 			return r;
 	return 0;
@@ -137,8 +144,24 @@ static uint64_t guest_id(const struct merge_guest *g, size_t ev, uint32_t cpu)
 	return g->id_base + ev * g->ncpus + cpu;
 }
 
-/* A VM's tracepoint attrs (ng) then its guest perf attrs (np) at a, ids from its id_base. */
-static int out_vm_attrs(const struct merge_ctx *m, struct merge_vm *vm, struct perf_attr_ids *a, size_t ng, size_t np)
+/* A VM's exit samples' attr (exits.c): its <prefix>kvm:kvm_exit, with the guest's rip. */
+static void out_exit_attr(const struct merge_ctx *m, const struct merge_vm *vm, struct perf_attr_ids *a)
+{
+	a->attr.type = PERF_TYPE_TRACEPOINT;
+	a->attr.size = PERF_ATTR_SIZE;
+	a->attr.config = vm->exits.new_id;
+	a->attr.sample_period = 1;
+	a->attr.sample_type = MERGE_GUEST_SAMPLE_TYPE | PERF_SAMPLE_IP;
+	a->attr.read_format = m->host.present ? m->host.attrs[0].attr.read_format : 0;
+	a->attr.sample_id_all = 1;
+	a->attr.exclude_host = 1;
+	a->n_ids = vm->guest.ncpus;
+}
+
+/* A VM's tracepoint attrs (ng), its guest perf attrs (np), then its exit samples' (nx) at a,
+ * ids from its id_base. */
+static int out_vm_attrs(const struct merge_ctx *m, struct merge_vm *vm, struct perf_attr_ids *a, size_t ng, size_t np,
+			size_t nx)
 {
 	struct merge_guest *g = &vm->guest;
 	size_t nh = m->host.present ? m->host.n_attrs : 0;
@@ -160,7 +183,9 @@ static int out_vm_attrs(const struct merge_ctx *m, struct merge_vm *vm, struct p
 			a->ids[c] = guest_id(g, e, c);
 	}
 	out_gperf_attrs(m, vm, a);
-	for (size_t e = 0; e < np; e++, a++) {
+	if (nx)
+		out_exit_attr(m, vm, &a[np]);
+	for (size_t e = 0; e < np + nx; e++, a++) {
 		a->ids = calloc(g->ncpus, 8);
 		if (!a->ids)
 			return -ENOMEM;
@@ -180,6 +205,17 @@ size_t merge_out_vm_n_perf(const struct merge_vm *vm)
 	return vm->gp.present ? vm->gp.n_events : 0;
 }
 
+size_t merge_out_vm_n_exits(const struct merge_vm *vm)
+{
+	return vm->exits.on ? 1 : 0;
+}
+
+/* A VM's attrs in the output: tracepoints, guest perf events, exit samples. */
+static size_t vm_n_attrs(const struct merge_vm *vm)
+{
+	return merge_out_vm_n_events(vm) + merge_out_vm_n_perf(vm) + merge_out_vm_n_exits(vm);
+}
+
 /* Host attrs, then each VM's; each VM's sample ids follow the previous one's (the first's above
  * the host's largest id). */
 int merge_out_attrs(struct merge_ctx *m)
@@ -189,7 +225,7 @@ int merge_out_attrs(struct merge_ctx *m)
 	int r;
 
 	for (size_t v = 0; v < m->n_vm; v++)
-		n += merge_out_vm_n_events(&m->vm[v]) + merge_out_vm_n_perf(&m->vm[v]);
+		n += vm_n_attrs(&m->vm[v]);
 	m->attrs = calloc(n + 1, sizeof(*m->attrs));
 	if (!m->attrs)
 		return -ENOMEM;
@@ -198,14 +234,14 @@ int merge_out_attrs(struct merge_ctx *m)
 	m->n_attrs = nh;
 	for (size_t v = 0; v < m->n_vm; v++) {
 		struct merge_vm *vm = &m->vm[v];
-		size_t ng = merge_out_vm_n_events(vm), np = merge_out_vm_n_perf(vm);
+		size_t ng = merge_out_vm_n_events(vm), np = merge_out_vm_n_perf(vm), nx = merge_out_vm_n_exits(vm);
 
 		vm->guest.id_base = id_base;
-		r = out_vm_attrs(m, vm, &m->attrs[m->n_attrs], ng, np);
-		m->n_attrs += ng + np; /* merge_out_free frees what was allocated */
+		r = out_vm_attrs(m, vm, &m->attrs[m->n_attrs], ng, np, nx);
+		m->n_attrs += ng + np + nx; /* merge_out_free frees what was allocated */
 		if (r < 0)
 			return r;
-		id_base += (ng + np) * vm->guest.ncpus;
+		id_base += (ng + np + nx) * vm->guest.ncpus;
 	}
 	return 0;
 }
@@ -265,7 +301,7 @@ static int out_kernel_mmap(struct merge_ctx *m, const struct merge_vm *vm)
 
 static size_t vm_ids(const struct merge_vm *vm)
 {
-	return (merge_out_vm_n_events(vm) + merge_out_vm_n_perf(vm)) * vm->guest.ncpus;
+	return vm_n_attrs(vm) * vm->guest.ncpus;
 }
 
 /* Each VM's ID_INDEX (its ids' machine_pid and vCPU), then, with no host recording, the host
@@ -381,6 +417,8 @@ static int out_sample(struct merge_ctx *m, struct merge_vm *vm, struct guest_cpu
 	if (r < 0)
 		return r;
 	memcpy(&pid, ev->data + e->pid_off, 4);
+	if (vm->exits.cur) /* the task its vCPU runs, for the exit samples (exits.c) */
+		memcpy(&vm->exits.cur[c->cpu], idx == vm->exits.sw_event ? ev->data + e->pid[1]->offset : ev->data + e->pid_off, 4);
 	tid[0] = (uint32_t)merge_meta_tgid(g, pid);
 	tid[1] = (uint32_t)pid;
 	id = guest_id(g, (size_t)idx, c->cpu);

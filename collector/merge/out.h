@@ -6,6 +6,20 @@
 #include "merge.h"
 #include "tracing_data.h"
 
+/* exits.c: a VM's exit samples, each host kvm:kvm_exit of its vCPU threads written again as a
+ * sample of its guest machine at the exit's guest rip (<prefix>kvm:kvm_exit, after its guest
+ * perf events' attrs). */
+struct merge_exits {
+	bool on;
+	uint32_t new_id; /* the output's tracepoint id of <prefix>kvm:kvm_exit */
+	char *text;      /* the host's kvm_exit format with that id */
+	size_t text_len;
+	int32_t *cur;     /* vCPU → the guest task its last guest event ran in (-1: none yet) */
+	int32_t sw_event; /* the guest's sched_switch (index in events; -1): next_pid runs after it */
+	uint64_t samples, user, unknown_task;
+	char why[64]; /* non-empty: possible, but not written, and why */
+};
+
 /* One guest of the merge (a VM): the session dir's own, then each merge --guest DIR. Each is its
  * own perf guest machine: its QEMU pid as machine_pid, its sample-id range from guest.id_base,
  * its vCPU map, its kcore_dir. */
@@ -24,6 +38,7 @@ struct merge_vm {
 			     * steers nothing, nothing is written into it (vm.c) */
 	char input_why[256];
 	bool kcore_written; /* OUT/kcore_dir__PID/kallsyms written (dir.c) */
+	struct merge_exits exits;
 };
 
 /* One time-ordered guest stream of the k-way merge: a kind (source.c's table), its VM, its state. */
@@ -53,6 +68,9 @@ struct merge_ctx {
 	bool out_dir; /* OUT is a perf.data directory (dir.c) */
 	bool pipe;    /* pipe-mode output on stdout (merge --follow -o -) */
 	struct report_live *stalls; /* following into a file: stop's stalls line, as it is written */
+	int exit_attr;         /* host attr of kvm:kvm_exit with a guest_rip (exits.c), -1 */
+	uint32_t exit_rip_off; /* guest_rip's offset in its raw data */
+	uint64_t exit_bad;     /* its samples too short for their fields */
 	struct merge_source *src; /* every guest stream */
 	size_t n_src;
 	uint8_t rec[65536 + 64] __attribute__((aligned(8)));
@@ -97,3 +115,14 @@ int merge_vm_prepare(struct merge_ctx *m, int host_fd);
 /* Each VM's merge.ini in its session dir. */
 void merge_vm_info(const struct merge_ctx *m, const char *output);
 void merge_vm_free(struct merge_ctx *m);
+/* exits.c: after each VM's vCPU map, the exit samples of the VMs whose vCPU threads are known
+ * (their formats into m->td); 0 or -ENOMEM. */
+int merge_exits_prepare(struct merge_ctx *m);
+/* After host record e is written: its exit sample when it is a kvm:kvm_exit of a traced vCPU. */
+int merge_exits_host(struct merge_ctx *m, const struct perf_event_header *e);
+void merge_exits_summary(const struct merge_ctx *m, const struct merge_vm *vm);
+void merge_exits_free(struct merge_vm *vm);
+/* out.c: a VM's exit-sample attrs (0 or 1), and its guest kernel's _text when its guest kernel
+ * maps are written (guest perf or exit samples; 0: none). */
+size_t merge_out_vm_n_exits(const struct merge_vm *vm);
+uint64_t merge_out_vm_ktext(const struct merge_vm *vm);

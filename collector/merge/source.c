@@ -31,7 +31,9 @@ int merge_source_host_emit(struct merge_ctx *m, struct host_rec *q, bool immedia
 	for (size_t v = 0; !immediate && h->type == PERF_RECORD_SAMPLE && v < m->n_vm; v++)
 		merge_vcpu_host(&m->vm[v].vcpu, &m->host, h);
 	m->host_written += h->type == PERF_RECORD_SAMPLE;
-	return merge_out_emit(m, q->data, immediate ? 0 : q->ts);
+	if ((r = merge_out_emit(m, q->data, immediate ? 0 : q->ts)) < 0 || immediate)
+		return r;
+	return merge_exits_host(m, h); /* a kvm:kvm_exit of a traced vCPU: its guest sample too */
 }
 
 /* The guests' streams, one kind per row: a vCPU's ftrace pages (guest.c), its perf records

@@ -86,6 +86,14 @@ static int td_add_guest(struct merge_ctx *m)
 			if ((r = tracing_data_add_event(&m->td, sys, e->text, e->text_len)) < 0)
 				return r;
 		}
+		if (vm->exits.on) { /* its exit samples' (exits.c: added there the first time) */
+			char sys[sizeof(vm->sys_prefix) + 4];
+			int r;
+
+			snprintf(sys, sizeof(sys), "%skvm", vm->sys_prefix);
+			if ((r = tracing_data_add_event(&m->td, sys, vm->exits.text, vm->exits.text_len)) < 0)
+				return r;
+		}
 	}
 	return 0;
 }

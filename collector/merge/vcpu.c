@@ -299,6 +299,11 @@ uint32_t merge_vcpu_cpu(struct merge_vcpu *v, uint32_t vcpu)
 	return vcpu;
 }
 
+long merge_vcpu_of_tid(const struct merge_vcpu *v, int32_t tid)
+{
+	return vcpu_of_tid(v, tid);
+}
+
 int32_t merge_vcpu_tid(const struct merge_vcpu *v, uint32_t vcpu)
 {
 	return vcpu < v->n ? v->tid[vcpu] : -1;

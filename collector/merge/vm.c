@@ -195,7 +195,7 @@ int merge_vm_prepare(struct merge_ctx *m, int host_fd)
 		if ((r = merge_gperf_load(&vm->gp, &vm->guest, vm->dir)) < 0)
 			return r;
 	}
-	return 0;
+	return merge_exits_prepare(m);
 }
 
 /* With several VMs, every merge.ini lists them all: name, dir, machine pid, event prefix. */
@@ -233,11 +233,12 @@ static void vm_info(const struct merge_ctx *m, const struct merge_vm *vm, const 
 	}
 	fprintf(f, "output=%s\nclock_method=%s\nclock_aligned=%d\nclock_recovered=%d\nclock_samples=%" PRIu64
 		   "\nclock_error_bound_ns=%" PRIu64 "\nguest_outside_window=%" PRIu64 "\nvcpu_cpu=%s\n"
-		   "vcpu_fallback_records=%" PRIu64 "\nguest_samples=%" PRIu64 "\nclock_live_error_bound_ns=%" PRIu64 "\n",
+		   "vcpu_fallback_records=%" PRIu64 "\nguest_samples=%" PRIu64 "\nclock_live_error_bound_ns=%" PRIu64 "\n"
+		   "exit_samples=%" PRIu64 "\n",
 		output, g->clock_aligned ? g->clock.method : "none", g->clock_aligned, g->clock_recovered,
 		g->clock.samples, g->clock.error_bound_ns, g->loss.outside_window,
 		vm->vcpu.why[0] ? "fallback" : "host_sched_switch", vm->vcpu.fallback_samples, vm->samples,
-		m->live_bound_ns);
+		m->live_bound_ns, vm->exits.samples);
 	/* ring pages per vCPU: read (bad ones apart), dropped by the flight recorder, missing */
 	for (uint32_t i = 0; i < g->ncpus; i++)
 		fprintf(f, "cpu%u.pages_read=%" PRIu64 "\ncpu%u.pages_bad=%" PRIu64 "\ncpu%u.pages_dropped=%" PRIu64 "\n",
@@ -260,5 +261,6 @@ void merge_vm_free(struct merge_ctx *m)
 		merge_guest_free(&m->vm[v].guest);
 		merge_gperf_free(&m->vm[v].gp);
 		merge_vcpu_free(&m->vm[v].vcpu);
+		merge_exits_free(&m->vm[v]);
 	}
 }
