@@ -11,6 +11,8 @@
 #   spinas NAME MS as spin, the tasks named NAME
 #   pio MS         as spin, the tasks named vt-pio reading the CMOS port in a loop (0x70/0x71: a
 #                  VM exit to QEMU's RTC model per access under KVM)
+#   zero MS        as spin, the tasks named vt-zero reading /dev/zero (64 KiB a read): time spent
+#                  in the guest kernel, with no exit of its own
 #   bgflood        a workload writing markers as fast as it can in the background, until poweroff
 #   bgstop         ends that workload
 #   restart-agent  kills the running trace-agent and starts a new one (no arguments)
@@ -42,6 +44,9 @@ while read -t 600 cmd arg; do # 600 s without a command: the host is gone (a flo
 	pio) # "pio MS": vt-pio spins on every CPU reading the CMOS port, a VM exit per access
 		/bin/workload -S "$arg" -N vt-pio -P >/dev/null
 		say "pio done $arg status $?" ;;
+	zero)
+		/bin/workload -S "$arg" -N vt-zero -Z >/dev/null
+		say "zero done $arg status $?" ;;
 	spinas)
 		set -- $arg
 		/bin/workload -S "$2" -N "$1" >/dev/null

@@ -27,6 +27,7 @@ struct workload_opts {
 	int ncpus;
 	int width; /* -w: each line padded with spaces to this many bytes (a denser flood) */
 	bool pio;  /* -P: the spinners read the CMOS clock's port (0x70/0x71, /dev/port) instead: a VM exit each */
+	bool zero; /* -Z: the spinners read /dev/zero instead, 64 KiB a read: the kernel's time, no exit of their own */
 };
 
 static int workload_pin(int cpu)
@@ -109,11 +110,12 @@ static int workload_spin(const struct workload_opts *o)
 			long end;
 			int n;
 
-			int port = o->pio ? open("/dev/port", O_RDWR | O_CLOEXEC) : -1;
+			int port = o->pio ? open("/dev/port", O_RDWR | O_CLOEXEC) : o->zero ? open("/dev/zero", O_RDONLY | O_CLOEXEC) : -1;
+			static char zbuf[64 << 10];
 
-			if (fd < 0 || workload_pin(cpu) < 0 || (o->pio && port < 0)) {
+			if (fd < 0 || workload_pin(cpu) < 0 || ((o->pio || o->zero) && port < 0)) {
 				fprintf(stderr, "workload: cpu %d: %s: %s\n", cpu,
-					fd < 0 ? o->marker : o->pio ? "/dev/port" : "sched_setaffinity", strerror(errno));
+					fd < 0 ? o->marker : o->pio ? "/dev/port" : o->zero ? "/dev/zero" : "sched_setaffinity", strerror(errno));
 				_exit(1);
 			}
 			n = snprintf(line, sizeof(line), "vt-e2e spin begin cpu %d\n", cpu);
@@ -125,6 +127,12 @@ static int workload_spin(const struct workload_opts *o)
 			prctl(PR_SET_NAME, o->spin_name);
 			usleep(2000);
 			for (end = workload_now_ms() + o->spin_ms; workload_now_ms() < end;) {
+				if (o->zero) {
+					if (read(port, zbuf, sizeof(zbuf)) != (ssize_t)sizeof(zbuf))
+						_exit(1);
+					x += (unsigned char)zbuf[x % sizeof(zbuf)] | 1u;
+					continue;
+				}
 				if (!o->pio) {
 					x = workload_spin_hot(x);
 					continue;
@@ -192,7 +200,7 @@ int main(int argc, char **argv)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	int c;
 
-	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:S:N:w:P")) != -1) {
+	while ((c = getopt(argc, argv, "n:m:s:b:fd:t:S:N:w:PZ")) != -1) {
 		switch (c) {
 		case 'n': o.lines = strtol(optarg, NULL, 10); break;
 		case 'b': o.block = strtol(optarg, NULL, 10); break;
@@ -210,8 +218,9 @@ int main(int argc, char **argv)
 		case 'N': o.spin_name = optarg; break;
 		case 'w': o.width = (int)strtol(optarg, NULL, 10); break;
 		case 'P': o.pio = true; break;
+		case 'Z': o.zero = true; break;
 		default:
-			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER] [-S SPIN_MS] [-N SPIN_NAME] [-w LINE_BYTES] [-P]\n");
+			fprintf(stderr, "usage: workload [-n LINES] [-b LINES_PER_CPU] [-d USEC] [-t TAG] [-f] [-s ROUND_TRIPS] [-m TRACE_MARKER] [-S SPIN_MS] [-N SPIN_NAME] [-w LINE_BYTES] [-P] [-Z]\n");
 			return 2;
 		}
 	}
