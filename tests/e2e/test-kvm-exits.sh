@@ -21,8 +21,8 @@
 #   test-kvm-exits.sh [PIO_MS [ZERO_MS]]
 . "$(dirname "$0")/lib.sh"
 
-pio_ms=${1:-3000}
-zero_ms=${2:-4000}
+pio_ms=${1:-1500}
+zero_ms=${2:-2000}
 e2e_init kvm-exits
 out=$T/out.data
 
