@@ -141,31 +141,20 @@ int status_parse(int argc, char **argv, const struct cmd_entry *cmd, const char 
 /* No daemon to ask (never started, or killed): point at the last session, still mergeable. */
 void status_last_session(const char *run_dir, const char *name)
 {
-	char path[PATH_MAX + 16], text[PATH_MAX + 32] = "", *dir, state[16], why[1024];
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
+	char dir[PATH_MAX], state[16], why[PATH_MAX + 32];
 
-	if (!name)
+	if (!name || vmgroup_session_of(run_dir, name, dir, sizeof(dir)) < 0)
 		return;
-	snprintf(path, sizeof(path), "%s/%s.pid", run_dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || (n = read(fd, text, sizeof(text) - 1)) <= 0)
-		return;
-	text[n] = '\0';
-	dir = strchr(text, '\n');
-	if (!dir || !dir[1])
-		return;
-	dir[1 + strcspn(dir + 1, "\n")] = '\0';
-	if (session_ini_get(dir + 1, "state", state, sizeof(state)) == 0 && !strcmp(state, "failed")) {
-		if (session_ini_get(dir + 1, "start_error", why, sizeof(why)) < 0 || !why[0])
-			snprintf(why, sizeof(why), "see %s/collector.log", dir + 1);
+	if (session_ini_get(dir, "state", state, sizeof(state)) == 0 && !strcmp(state, "failed")) {
+		if (session_ini_get(dir, "start_error", why, sizeof(why)) < 0 || !why[0])
+			snprintf(why, sizeof(why), "see %s/collector.log", dir);
 		log_error("no session of %s is running: its last start failed: %s (session %s; nothing was traced, "
 			  "so there is nothing to stop or merge: fix that, then run 'trace-collector start' again)",
-			  name, why, dir + 1);
+			  name, why, dir);
 		return;
 	}
 	log_error("the last session of %s is %s; merge it with 'trace-collector merge %s -o %s.data'",
-		  name, dir + 1, dir + 1, name);
+		  name, dir, dir, name);
 }
 
 void status_no_answer(const char *run_dir, const char *name, const char *sock, int r, const char *what)

@@ -157,12 +157,11 @@ void stop_summary_reply(const char *reply, bool verbose, FILE *out, FILE *file)
 
 void stop_zstd_hint(const char *merge_args, const char *out, bool remergeable, FILE *f)
 {
+	fprintf(f, "  %s is zstd-compressed: perf reads it; hotspot's perfparser and older perf need a plain %s\n", out,
+		remergeable ? "copy:" : "file,");
 	if (remergeable)
-		fprintf(f, "  %s is zstd-compressed (perf 5.x+ reads it): for readers without zstd (hotspot's "
-			"perfparser, older perf) write a plain copy with 'trace-collector merge %s --no-compress -o "
-			"PLAIN.data', or stop with --no-compress\n", out, merge_args);
+		fprintf(f, "    trace-collector merge %s --no-compress -o PLAIN.data   (next time: stop --no-compress)\n", merge_args);
 	else
-		fprintf(f, "  %s is zstd-compressed (perf 5.x+ reads it); readers without zstd (hotspot's "
-			"perfparser, older perf) need a plain file, and this session cannot be merged again (spool "
-			"pages were freed behind the live merge): start with --no-compress for them\n", out);
+		fprintf(f, "    and this session cannot be merged again (spool pages were freed behind the live merge): "
+			"start with --no-compress for them\n");
 }

@@ -145,8 +145,8 @@ int vmgroup_load(const char *leader_dir, struct vmgroup *g)
 	return 0;
 }
 
-/* RUN/NAME.pid's second line: the session dir of NAME's last session. */
-static int vmgroup_session_of(const char *run_dir, const char *name, char *dir, size_t size)
+/* RUN/NAME.pid's second line: the session dir of NAME's last session (a link there is not followed). */
+int vmgroup_session_of(const char *run_dir, const char *name, char *dir, size_t size)
 {
 	char path[PATH_MAX + 80], text[PATH_MAX + 32];
 	_cleanup_close_ int fd = -1;
@@ -453,7 +453,6 @@ static int vmgroup_merge_said(const struct vmgroup *g, const char *out, int comp
 	return r;
 }
 
-/* The merge's command line, for the message when it failed. */
 /* The set's merge arguments: the leader's session dir, then --guest DIR of each member. */
 static void vmgroup_merge_args(const struct vmgroup *g, FILE *f)
 {

@@ -28,6 +28,7 @@ const char *vmgroup_leader_dir(const struct vmgroup *g);
 /* The set of leader_dir, loaded (free it); NULL (said) when its group.ini cannot be read. */
 struct vmgroup *vmgroup_open(const char *leader_dir);
 int vmgroup_write(const struct vmgroup *g);
+int vmgroup_session_of(const char *run_dir, const char *name, char *dir, size_t size);
 int vmgroup_load(const char *leader_dir, struct vmgroup *g);
 /* The leader's session dir of NAME's group (NULL: of the only group running in run_dir):
  * 1 when there is one not yet merged, else 0. */

@@ -40,6 +40,11 @@ out=$(stop 2>&1); rc=$?
 check "stop without a daemon fails" test $rc -eq 1
 grep -q "the last session of $VM is $S; merge it with 'trace-collector merge $S" <<<"$out" &&
 	ok "stop without a daemon points at the last session" || fail "stop after SIGKILL: $out"
+# RUN/NAME.pid planted as a link (to a file naming another dir): not followed, nothing named.
+mv "$RUN/$VM.pid" "$T/pid.real" && printf '1\n%s\n' "$T/elsewhere" >"$T/pid.planted" && ln -s "$T/pid.planted" "$RUN/$VM.pid"
+out=$(stop 2>&1)
+check "stop without a daemon: a pid file that is a link is not followed ($out)" bash -c '! grep -q "elsewhere" <<<"$1"' _ "$out"
+rm "$RUN/$VM.pid" && mv "$T/pid.real" "$RUN/$VM.pid"
 out=$(start --no-host 2>&1); rc=$?
 check "start after a SIGKILLed daemon works ($out)" test $rc -eq 0
 stop >/dev/null 2>&1

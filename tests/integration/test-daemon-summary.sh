@@ -27,7 +27,8 @@ check "2 vCPUs: stop succeeds (rc $rc)" test $rc -eq 0
 grep -Eq '^losses: ring overrun 14 events, .*transport 6 pages; by CPU: cpu0 7 events \+ 3 pages, cpu1 7 events \+ 3 pages$' <<<"$out" &&
 	ok "2 vCPUs: the losses line names both CPUs, events and pages" || fail "2 vCPUs losses: $out"
 grep -q "^output: $T/out.data" <<<"$out" && ok "2 vCPUs: the output named" || fail "2 vCPUs output: $out"
-grep -qF "  $T/out.data is zstd-compressed (perf 5.x+ reads it): for readers without zstd (hotspot's perfparser, older perf) write a plain copy with 'trace-collector merge $S --no-compress -o PLAIN.data', or stop with --no-compress" <<<"$out" &&
+grep -qxF "  $T/out.data is zstd-compressed: perf reads it; hotspot's perfparser and older perf need a plain copy:" <<<"$out" &&
+	grep -qxF "    trace-collector merge $S --no-compress -o PLAIN.data   (next time: stop --no-compress)" <<<"$out" &&
 	ok "2 vCPUs: a zstd output says how readers without zstd get a plain file" || fail "2 vCPUs zstd hint: $out"
 check "... and that merge writes one perf reads with no COMPRESSED record" bash -c '"$1" merge "$2" --no-compress -o "$3" >/dev/null &&
 	"$4" report --stats -i "$3" 2>/dev/null | grep -q "SAMPLE events:" && ! "$4" report --stats -i "$3" 2>/dev/null | grep -q "COMPRESSED"' \
