@@ -246,7 +246,8 @@ int perf_reader_open_follow_fd(int fd, struct perf_reader **ret, char *err, size
 	if ((q = check_header(r, err, errlen)) < 0 || (q = read_attrs(r, err, errlen)) < 0)
 		goto fail_free;
 	if (r->hdr.data.size) {
-		q = fail(err, errlen, "perf record has finished this file already: read it whole");
+		fail(err, errlen, "perf record has finished this file already: read it whole");
+		q = -EALREADY;
 		goto fail_free;
 	}
 	r->follow = true;

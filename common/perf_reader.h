@@ -29,7 +29,8 @@ void perf_reader_free(struct perf_reader *r);
  * 0): records are read up to an end the caller raises (perf_reader_set_end: bytes perf is known
  * to have written), and perf_reader_next returns -EAGAIN where they stop (a record cut there
  * waits for the rest). perf_reader_finish, once perf has exited, reads the final header and the
- * feature table: the data then ends where perf says. */
+ * feature table: the data then ends where perf says. -EALREADY: perf has finished the file
+ * already (open it whole). */
 int perf_reader_open_follow(const char *path, struct perf_reader **ret, char *err, size_t errlen);
 /* The same on fd (the reader's on success, the caller's on failure, as perf_reader_open_fd). */
 int perf_reader_open_follow_fd(int fd, struct perf_reader **ret, char *err, size_t errlen);

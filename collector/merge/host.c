@@ -91,6 +91,8 @@ int merge_host_open_follow(struct merge_host *h, int fd, char *err, size_t errle
 
 	if (r < 0 && d >= 0)
 		close(d);
+	if (r == -EALREADY) /* perf record ended before the follower began (a stop right after start): whole */
+		return merge_host_open(h, fd, err, errlen);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", rerr);
 		return r;

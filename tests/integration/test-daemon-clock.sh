@@ -31,10 +31,24 @@ check_out "ptp: the merge applies it (not recovered; stop-summary.txt)" 'clock: 
 check "ptp: --probe-interval out of range refused" bash -c "! '$TRACE_COLLECTOR' start --name x --dir '$VMDIR' --probe-interval 0.01 2>/dev/null"
 
 # --- kvm on the fixture tree
+# The kvm method needs a host whose TSC is a clocksource (clocksync_host_tsc_stable): this
+# machine's may not be (a guest on kvm-clock with tsc=unstable). The start, and the daemon it
+# leaves behind, run in a mount namespace where available_clocksource is a file of the test's.
+CS=/sys/devices/system/clocksource/clocksource0/available_clocksource
+command -v unshare >/dev/null || { fail "unshare missing (util-linux)"; finish; exit 1; }
+as_host() { # CLOCKSOURCES CMD...: CMD seeing CLOCKSOURCES as the host's
+	printf '%s\n' "$1" >"$T/clocksources.$1"
+	unshare -m --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' _ "$T/clocksources.$1" "$CS" "${@:2}"
+}
 # The daemon ends a session whose QEMU pid exits: give the fixture VM a live stand-in pid.
 sleep 300 & QPID=$!
 mkdir -p "$T/debugfs/kvm" && cp -r "$FIXTURE/kvm/4242-11" "$T/debugfs/kvm/$QPID-11"
-out=$(start --no-host --clock kvm --kvm-debugfs "$T/debugfs" --qemu-pid $QPID --probe-interval 0.2 2>&1); rc=$?
+out=$(as_host kvm-clock "$TRACE_COLLECTOR" start --name "$VM" --dir "$VMDIR" --run-dir "$RUN" --timeout 5 --no-host \
+	--clock kvm --kvm-debugfs "$T/debugfs" --qemu-pid $QPID 2>&1); rc=$?
+check "kvm on a host without a TSC clocksource: refused (exit $rc)" test $rc -ne 0
+check_out "kvm refused: says why and names --clock ptp" "the host's TSC is not among its clocksources .*--clock ptp aligns this guest" echo "$out"
+out=$(as_host "tsc hpet acpi_pm" "$TRACE_COLLECTOR" start --name "$VM" --dir "$VMDIR" --run-dir "$RUN" --timeout 5 --no-host \
+	--clock kvm --kvm-debugfs "$T/debugfs" --qemu-pid $QPID --probe-interval 0.2 2>&1); rc=$?
 check "kvm: start succeeds ($out)" test $rc -eq 0
 S=$(tail -n 1 <<<"$out")
 check "kvm: session.ini clock_method=kvm" test "$(ini "$S" clock_method)" = kvm
@@ -52,7 +66,8 @@ check_out "kvm: host conversion recorded" '^host_conv=(time_conv|measured)$' cat
 check "kvm: session.ini clock_samples = readings" test "$(ini "$S" clock_samples)" = "$(( $(wc -l <"$S/kvm.samples") / 2 ))"
 
 # --- --clock kvm without this QEMU in debugfs: start fails and says why
-out=$(start --no-host --clock kvm --kvm-debugfs "$FIXTURE" --qemu-pid 4243 2>&1); rc=$?
+out=$(as_host "tsc hpet acpi_pm" "$TRACE_COLLECTOR" start --name "$VM" --dir "$VMDIR" --run-dir "$RUN" --timeout 5 --no-host \
+	--clock kvm --kvm-debugfs "$FIXTURE" --qemu-pid 4243 2>&1); rc=$?
 check "kvm: start without a debugfs dir fails (exit $rc)" test $rc -ne 0
 check_out "kvm: failure names the missing dir" "no $FIXTURE/kvm/4243-\\* directory" echo "$out"
 kill "$QPID" 2>/dev/null
