@@ -314,6 +314,9 @@ const char *hostperf_state(const struct hostperf *h, char *buf, size_t size)
 	if (!h->exited)
 		snprintf(buf, size, "%s (pid %d), host.data %.1f MB", h->stopping ? "stopping" : "running",
 			 (int)h->pid, mb);
+	else if (h->stopping && (hostperf_exit_status(h) == 0 || hostperf_exit_status(h) == 128 + SIGINT))
+		/* perf record ends by the daemon's SIGINT (re-raised once its file is written: 130) */
+		snprintf(buf, size, "stopped, host.data %.1f MB", mb);
 	else
 		snprintf(buf, size, "exited with status %d, host.data %.1f MB", hostperf_exit_status(h), mb);
 	return buf;

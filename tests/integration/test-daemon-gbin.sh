@@ -101,7 +101,7 @@ wait_for 10 status_has 'cpu1 +20 '
 stop >"$T/stop.out" 2>&1 &
 stop_pid=$!
 wait_for 20 status_has 'fetching guest binaries'
-check_out "host perf stopped before the fetch" '^host perf: exited' status
+check_out "host perf stopped before the fetch" '^host perf: stopped, host.data' status
 wait "$stop_pid"; rc=$?
 out=$(cat "$T/stop.out")
 check "stop ends against a trickling guest" test $rc -eq 0
