@@ -239,11 +239,13 @@ static void agent_teardown(struct agent *a)
 		close(a->timer_fd);
 	if (a->sig_fd >= 0)
 		close(a->sig_fd);
+	if (a->phc_fd >= 0)
+		close(a->phc_fd);
 }
 
 int agent_run(const struct agent_options *opts)
 {
-	struct agent a = { .opts = opts, .ctl = { -1, -1 }, .sig_fd = -1, .timer_fd = -1,
+	struct agent a = { .opts = opts, .ctl = { -1, -1 }, .sig_fd = -1, .timer_fd = -1, .phc_fd = -2,
 			   .backoff_ms = AGENT_BACKOFF_MIN_MS,
 			   .tfs = { .inst_fd = -1, .claim_fd = -1 },
 			   .sh = { .stop_efd = -1, .abort_efd = -1, .ready_efd = -1, .done_efd = -1 } };

@@ -213,6 +213,12 @@ int perf_synth_tasks(const struct pump_port *port, unsigned cpu, uint64_t id, ui
 int clocks_read(const char *clock, uint64_t *ret);
 /* "mono=4000000ns mono_raw=... x86-tsc=38cycles": each readable clock's smallest step. */
 void clocks_resolution(char *buf, size_t len);
+/* The guest's KVM PTP clock (ptp_kvm) opened, *precise when it cross-timestamps; -ENOENT: none. */
+int clocks_phc_open(bool *precise);
+/* The trace clock read into *ret_guest, bracketed in the host's CLOCK_REALTIME by the PHC from
+ * m0 (the guest's CLOCK_MONOTONIC_RAW taken before it) on: [*ret_lo, *ret_hi]. */
+int clocks_phc_bracket(int fd, bool precise, const char *clock, uint64_t m0, uint64_t *ret_guest, uint64_t *ret_lo,
+		       uint64_t *ret_hi);
 
 /* ---- ctlout.c: what the agent writes on agent-ctl-path ---- */
 /* Where the START being run is (PROGRESS frames, docs/protocol.md §1). */
@@ -265,6 +271,9 @@ struct agent {
 	struct start_progress progress;
 	struct meta_cache kallsyms;
 	char clock_res[256]; /* clocks_resolution(), measured at the first HELLO */
+	int phc_fd;          /* the guest's KVM PTP clock: -1 none, -2 not looked for yet */
+	bool phc_precise;
+	bool phc_said;       /* a failed PHC read logged once */
 };
 
 void config_free(struct agent_config *c);

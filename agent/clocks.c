@@ -4,17 +4,22 @@
  * stepping every 4 ms while x86-tsc still counts cycles. Also what mono costs (the kernel's
  * clocksource: an emulated hpet or acpi_pm is a device read per event) and whether x86-tsc
  * agrees across CPUs (a warp test). The host picks the clock from that. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/ptp_clock.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "log.h"
 #include "util.h"
 
 #define RES_BUDGET_NS 30000000ull /* per clock: long enough to see several 4 ms jiffies steps */
@@ -187,4 +192,93 @@ void clocks_resolution(char *buf, size_t len)
 		if (src[0])
 			snprintf(buf + at, len - at, " clocksource=%s", src);
 	}
+}
+
+/* ---- the guest's KVM PTP clock (ptp_kvm): the host's CLOCK_REALTIME, read by a hypercall ---- */
+#define PHC_NAME "KVM virtual PTP"
+#define PHC_FD_CLOCKID(fd) ((~(clockid_t)(fd) << 3) | 3) /* the kernel's FD_TO_CLOCKID */
+
+/* /dev/ptpN whose sysfs clock_name is ptp_kvm's, opened; -ENOENT when the guest has none (the
+ * module not loaded, not a KVM guest). *precise: it offers PTP_SYS_OFFSET_PRECISE (an exact
+ * pair of the host's time and the guest's CLOCK_MONOTONIC_RAW). */
+int clocks_phc_open(bool *precise)
+{
+	DIR *d = opendir("/sys/class/ptp");
+	struct dirent *e;
+	int r = -ENOENT;
+
+	*precise = false;
+	if (!d)
+		return -ENOENT;
+	while (r == -ENOENT && (e = readdir(d))) {
+		char path[300], *nl;
+		_cleanup_free_ char *name = NULL;
+		struct ptp_clock_caps caps = { 0 };
+		int fd;
+
+		if (strncmp(e->d_name, "ptp", 3) || !util_safe_name(e->d_name, strlen(e->d_name)))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/ptp/%s/clock_name", e->d_name);
+		if (util_read_file(path, 64, &name, NULL) < 0)
+			continue;
+		if ((nl = strchr(name, '\n')))
+			*nl = '\0';
+		if (strcmp(name, PHC_NAME))
+			continue;
+		snprintf(path, sizeof(path), "/dev/%s", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0) {
+			r = -errno;
+			log_info("%s: %s: clock probes go without the host's PTP time", path, strerror(-r));
+			break;
+		}
+		*precise = ioctl(fd, PTP_CLOCK_GETCAPS, &caps) == 0 && caps.cross_timestamping;
+		log_info("%s (%s%s): clock probes carry the host's time", path, PHC_NAME,
+			 *precise ? ", cross-timestamped" : "");
+		r = fd;
+	}
+	closedir(d);
+	return r;
+}
+
+/* Reads the trace clock into *ret_guest and brackets it in the host's CLOCK_REALTIME through the
+ * PHC: the guest's CLOCK_MONOTONIC_RAW is read at *m0 (the caller, before whatever else the
+ * bracket must cover: the probe's marker) and after the trace clock; the PHC pairs the host's
+ * time with a later CLOCK_MONOTONIC_RAW (PTP_SYS_OFFSET_PRECISE) or is read after it (then the
+ * bracket also spans that read). Guest ns count as host ns over the few microseconds between. */
+int clocks_phc_bracket(int fd, bool precise, const char *clock, uint64_t m0, uint64_t *ret_guest, uint64_t *ret_lo,
+		       uint64_t *ret_hi)
+{
+	uint64_t m1, host, at;
+	int r = clocks_read(clock, ret_guest);
+
+	if (r < 0)
+		return r;
+	m1 = util_now_ns(CLOCK_MONOTONIC_RAW);
+	if (precise) {
+		struct ptp_sys_offset_precise p = { 0 };
+
+		if (ioctl(fd, PTP_SYS_OFFSET_PRECISE, &p) < 0)
+			return -errno;
+		host = (uint64_t)p.device.sec * 1000000000ull + p.device.nsec;
+		at = (uint64_t)p.sys_monoraw.sec * 1000000000ull + p.sys_monoraw.nsec;
+		if (at < m1 || host < at - m0)
+			return -ERANGE;
+		*ret_lo = host - (at - m0);
+		*ret_hi = host - (at - m1);
+		return 0;
+	}
+	{
+		struct timespec ts;
+
+		if (clock_gettime(PHC_FD_CLOCKID(fd), &ts) < 0)
+			return -errno;
+		at = util_now_ns(CLOCK_MONOTONIC_RAW);
+		host = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+		if (host < at - m0)
+			return -ERANGE;
+		*ret_lo = host - (at - m0);
+		*ret_hi = host;
+	}
+	return 0;
 }

@@ -49,8 +49,18 @@ static void control_hello(struct agent *a, const struct vt_msg *m, struct vt_buf
 	vt_put_str(out, VT_A_RELEASE, u.release);
 	vt_put_str(out, VT_A_ARCH, u.machine);
 	vt_put_str(out, VT_A_CLOCKS, clocks ? clocks : "");
-	if (!a->clock_res[0]) /* measured once: ~30 ms per clock at most */
+	if (!a->clock_res[0]) { /* measured once: ~30 ms per clock at most */
+		size_t n;
+
 		clocks_resolution(a->clock_res, sizeof(a->clock_res));
+		if (a->phc_fd == -2) {
+			a->phc_fd = clocks_phc_open(&a->phc_precise);
+			a->phc_fd = a->phc_fd < 0 ? -1 : a->phc_fd;
+		}
+		n = strlen(a->clock_res);
+		snprintf(a->clock_res + n, sizeof(a->clock_res) - n, " phc=%s",
+			 a->phc_fd < 0 ? "none" : a->phc_precise ? "kvm-precise" : "kvm");
+	}
 	vt_put_str(out, VT_A_CLOCK_RES, a->clock_res);
 	vt_put_u32(out, VT_A_STATE, a->tracing ? VT_STATE_TRACING : VT_STATE_IDLE);
 	if (a->tracing)
@@ -299,9 +309,10 @@ static void control_flush(struct agent *a, const struct vt_msg *m, struct vt_buf
 
 static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf *out)
 {
-	uint64_t id, host = 0, guest = 0, mono;
+	uint64_t id, host = 0, guest = 0, mono, m0, lo = 0, hi = 0;
 	uint32_t mark = 0;
 	char line[64];
+	int r = -ENOENT;
 
 	if (vt_msg_u64(m, VT_A_PROBE_ID, &id) < 0) {
 		reply_error(out, m->hdr.seq, EINVAL, "PROBE needs a PROBE_ID attribute (u64)");
@@ -309,6 +320,7 @@ static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf
 	}
 	(void)vt_msg_u64(m, VT_A_HOST_TIME, &host);
 	(void)vt_msg_u32(m, VT_A_MARK, &mark);
+	m0 = util_now_ns(CLOCK_MONOTONIC_RAW); /* the PHC's bracket covers the marker too */
 	if (clocks_read(a->cfg.clock, &guest) < 0) {
 		reply_error(out, m->hdr.seq, EOPNOTSUPP, "trace clock '%s' has no user-space reading "
 			      "to probe: configure mono, boot, mono_raw, tai or x86-tsc", a->cfg.clock);
@@ -320,12 +332,24 @@ static void control_probe(struct agent *a, const struct vt_msg *m, struct vt_buf
 			log_debug("trace_marker write failed: %m");
 		(void)clocks_read(a->cfg.clock, &guest);
 	}
+	if (a->phc_fd >= 0) {
+		r = clocks_phc_bracket(a->phc_fd, a->phc_precise, a->cfg.clock, m0, &guest, &lo, &hi);
+		if (r < 0 && !a->phc_said) {
+			a->phc_said = true; /* ptp_kvm refuses while the host's clocksource is not the TSC */
+			log_info("the KVM PTP clock cannot be read (%s): clock probes go without the host's time",
+				 strerror(-r));
+		}
+	}
 	mono = util_now_ns(CLOCK_MONOTONIC); /* guest perf's clock, when the trace clock is another */
 	vt_msg_begin(out, VT_MSG_PROBE_REPLY, m->hdr.seq);
 	vt_put_u64(out, VT_A_PROBE_ID, id);
 	vt_put_u64(out, VT_A_HOST_TIME, host);
 	vt_put_u64(out, VT_A_GUEST_TIME, guest);
 	vt_put_u64(out, VT_A_GUEST_MONO, mono);
+	if (a->phc_fd >= 0 && r == 0) {
+		vt_put_u64(out, VT_A_PHC_LO, lo);
+		vt_put_u64(out, VT_A_PHC_HI, hi);
+	}
 	vt_put_str(out, VT_A_CLOCK, a->cfg.clock);
 	(void)vt_msg_end(out);
 }

@@ -326,6 +326,15 @@ uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest)
 	return h < 9.2e18 ? (uint64_t)llround(h) : (uint64_t)h;
 }
 
+int clockfit_narrow(struct clock_sample *s, uint64_t lo, uint64_t hi)
+{
+	if (lo > hi || hi < s->host_send || lo > s->host_recv)
+		return -ERANGE;
+	s->host_send = MAX(s->host_send, lo);
+	s->host_recv = MIN(s->host_recv, hi);
+	return 0;
+}
+
 size_t clockfit_format_sample(const struct clock_sample *s, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", s->id,

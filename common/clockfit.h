@@ -48,6 +48,10 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
  * segment). */
 uint64_t clockfit_apply(const struct clock_fit *fit, uint64_t guest);
 
+/* Narrows s's bracket to where it overlaps [lo, hi] (host ns: another measure of when the
+ * guest read its clock, the guest's KVM PTP clock's): 0; -ERANGE, s unchanged, when lo > hi or
+ * they do not overlap (the other measure is wrong: the probe's own round trip is the host's). */
+int clockfit_narrow(struct clock_sample *s, uint64_t lo, uint64_t hi);
 /* clock.samples: one "id host_send guest host_recv" line per probe. */
 size_t clockfit_format_sample(const struct clock_sample *s, char *buf, size_t len);
 /* Reads at most max samples; malformed lines → -EBADMSG with *ret_line set. */

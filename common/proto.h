@@ -87,6 +87,8 @@ enum vt_attr_tag {
 	VT_A_TOTAL = 41,        /* u32, PROGRESS: items of the step in all (0: the step has no count) */
 	VT_A_WANT_PROGRESS = 42, /* u32, START: 1 = send PROGRESS frames until OK or ERROR */
 	VT_A_CLOCK_RES = 31,    /* str, HELLO: each readable clock's measured step "mono=4000000ns x86-tsc=38cycles" */
+	VT_A_PHC_LO = 43,       /* u64, PROBE_REPLY: host CLOCK_REALTIME ns before which GUEST_TIME (and MARK's */
+	VT_A_PHC_HI = 44,       /* marker) cannot lie, and after which not: the guest's KVM PTP clock (ptp_kvm) */
 };
 
 enum vt_agent_state { VT_STATE_IDLE = 0, VT_STATE_TRACING = 1 };

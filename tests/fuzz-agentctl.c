@@ -31,7 +31,7 @@ static int guest_dirfd = -1;
 static void fuzz_msg(void *userdata, const struct vt_msg *m)
 {
 	struct vt_cpu_stats stats[COLLECTOR_MAX_CPUS];
-	uint64_t id, host, guest, mono;
+	uint64_t id, host, guest, mono, lo, hi;
 	struct agent_hello h;
 	char text[512], name[80];
 	unsigned n;
@@ -50,6 +50,9 @@ static void fuzz_msg(void *userdata, const struct vt_msg *m)
 		break;
 	case VT_MSG_PROBE_REPLY:
 		(void)agentctl_parse_probe_reply(m, &id, &host, &guest, &mono);
+		if (agentctl_parse_probe_phc(m, &lo, &hi) == 0 &&
+		    (lo > hi || hi > (uint64_t)INT64_MAX || hi - lo > AGENTCTL_PHC_SPAN_MAX))
+			abort();
 		break;
 	case VT_MSG_PROGRESS: {
 		struct agent_progress p;

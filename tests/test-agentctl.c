@@ -171,6 +171,42 @@ TEST(progress_bounds)
 	CHECK_STR(vt_start_step_name(99), "an unknown step");
 }
 
+/* A PROBE_REPLY with the PHC bracket lo, hi (each < 0: left out) parsed. */
+static int phc_parse(int64_t lo, int64_t hi, uint64_t *ret_lo, uint64_t *ret_hi)
+{
+	struct vt_buf b = { 0 };
+	struct vt_msg m;
+	int r;
+
+	vt_msg_begin(&b, VT_MSG_PROBE_REPLY, 4);
+	vt_put_u64(&b, VT_A_PROBE_ID, 7);
+	vt_put_u64(&b, VT_A_HOST_TIME, 1000);
+	vt_put_u64(&b, VT_A_GUEST_TIME, 2000);
+	if (lo >= 0)
+		vt_put_u64(&b, VT_A_PHC_LO, (uint64_t)lo);
+	if (hi >= 0)
+		vt_put_u64(&b, VT_A_PHC_HI, (uint64_t)hi);
+	vt_msg_end(&b);
+	m = (struct vt_msg){ .payload = b.data + VT_PROTO_HDR_SIZE, .len = (uint32_t)(b.len - VT_PROTO_HDR_SIZE) };
+	r = agentctl_parse_probe_phc(&m, ret_lo, ret_hi);
+	vt_buf_free(&b);
+	return r;
+}
+
+TEST(probe_phc_bounds)
+{
+	uint64_t lo = 0, hi = 0;
+
+	CHECK_INT(phc_parse(-1, -1, &lo, &hi), ==, -ENOENT); /* no ptp_kvm, or an older agent */
+	CHECK_INT(phc_parse(1796642070076700809, 1796642070076707000, &lo, &hi), ==, 0);
+	CHECK(lo == 1796642070076700809ull && hi == 1796642070076707000ull);
+	CHECK_INT(phc_parse(5, -1, &lo, &hi), ==, -EBADMSG);
+	CHECK_INT(phc_parse(-1, 5, &lo, &hi), ==, -EBADMSG);
+	CHECK_INT(phc_parse(6, 5, &lo, &hi), ==, -EBADMSG);
+	CHECK_INT(phc_parse(5, 5 + (int64_t)AGENTCTL_PHC_SPAN_MAX + 1, &lo, &hi), ==, -EBADMSG);
+	CHECK_INT(phc_parse(5, 5 + (int64_t)AGENTCTL_PHC_SPAN_MAX, &lo, &hi), ==, 0);
+}
+
 TEST(stopped_stats)
 {
 	struct vt_cpu_stats in[3] = { { .cpu = 0, .pages_sent = 10 }, { .cpu = 1, .pages_sent = 20 },

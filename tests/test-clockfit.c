@@ -63,6 +63,42 @@ TEST(offset_only)
 	CHECK_INT(fit.error_bound, <, 100000);
 }
 
+TEST(narrow_by_another_bracket)
+{
+	struct clock_sample s = { .id = 1, .host_send = 1000000, .guest = 5, .host_recv = 3000000 };
+
+	CHECK_INT(clockfit_narrow(&s, 1500000, 1500400), ==, 0); /* inside: taken */
+	CHECK(s.host_send == 1500000 && s.host_recv == 1500400 && s.guest == 5);
+	s = (struct clock_sample){ .host_send = 1000000, .host_recv = 3000000 };
+	CHECK_INT(clockfit_narrow(&s, 900000, 1000100), ==, 0); /* overlapping: the overlap only */
+	CHECK(s.host_send == 1000000 && s.host_recv == 1000100);
+	s = (struct clock_sample){ .host_send = 1000000, .host_recv = 3000000 };
+	CHECK_INT(clockfit_narrow(&s, 3000001, 3000500), ==, -ERANGE); /* after the reply: refused */
+	CHECK_INT(clockfit_narrow(&s, 100, 999999), ==, -ERANGE);       /* before the send */
+	CHECK_INT(clockfit_narrow(&s, 2000000, 1999999), ==, -ERANGE);  /* inverted */
+	CHECK(s.host_send == 1000000 && s.host_recv == 3000000);         /* unchanged */
+}
+
+/* Narrowed samples fit within their own width: the bound follows the PHC's bracket, not the
+ * round trip (60 ms round trips, 2 us brackets, a guest reading anywhere inside). */
+TEST(narrowed_samples_bound)
+{
+	struct clock_sample s[200];
+	struct clock_fit fit;
+	uint64_t st = 7;
+
+	for (size_t i = 0; i < 200; i++) {
+		uint64_t g = 1000000000000ull + i * 100000000ull, host = g + 5000000;
+		uint64_t before = (uint64_t)(2000 * noise(&st));
+
+		s[i] = (struct clock_sample){ .id = i, .guest = g, .host_send = host - 30000000, .host_recv = host + 30000000 };
+		CHECK_INT(clockfit_narrow(&s[i], host - before, host - before + 2000), ==, 0);
+	}
+	CHECK_INT(clockfit_fit(s, 200, &fit), ==, 0);
+	CHECK(worst(&fit, 0, 5000000, UINT64_MAX, 0) < 2000);
+	CHECK_INT(fit.error_bound, <, 25000);
+}
+
 TEST(drift_50ppm)
 {
 	struct clock_sample s[600];

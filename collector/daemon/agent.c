@@ -17,21 +17,61 @@
 #define LIVE_PROBE_NS 1000000000ull
 #define LIVE_RETRY_NS 250000000ull
 
+/* The guest's KVM PTP clock's bracket of its reading (host CLOCK_REALTIME) narrows the probe's
+ * round trip, never moves it out: the difference of the host's CLOCK_REALTIME and its perf clock
+ * read now carries it over (both run at the same rate; a step of the wall clock between the
+ * guest's read and now would make it miss the round trip: refused, counted). */
+static void daemon_probe_phc(struct daemon *d, const struct vt_msg *m, struct clock_sample *s, bool holdout)
+{
+	uint64_t lo = 0, hi = 0, real, host, host2, half;
+	int r = agentctl_parse_probe_phc(m, &lo, &hi);
+
+	if (r == -ENOENT)
+		return;
+	/* CLOCK_REALTIME between two readings of the perf clock: their midpoint, give or take half
+	 * the time between them, widening the bracket */
+	host = clocksync_host_now(&d->clk);
+	real = util_now_ns(CLOCK_REALTIME);
+	host2 = clocksync_host_now(&d->clk);
+	if (r == 0 && (host2 < host || lo < (host2 - host + 1) / 2))
+		r = -ERANGE;
+	if (r == 0) {
+		half = (host2 - host + 1) / 2; /* hi <= INT64_MAX (parsed): no overflow below */
+		host += half;
+		lo -= half;
+		hi += half;
+	}
+	if (r == 0 && real >= host && lo >= real - host)
+		r = clockfit_narrow(s, lo - (real - host), hi - (real - host));
+	else if (r == 0 && real < host && hi <= UINT64_MAX - (host - real))
+		r = clockfit_narrow(s, lo + (host - real), hi + (host - real));
+	else
+		r = -ERANGE;
+	if (r < 0)
+		d->clk.phc_refused++;
+	else if (holdout)
+		d->clk.nholdout_phc++;
+	else
+		d->clk.nphc++;
+}
+
 static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 {
 	/* In the host perf clock (CLOCK_MONOTONIC but for kvm on TIME_CONV), as daemon_probe_send. */
 	uint64_t id, host, guest, mono, now = clocksync_host_now(&d->clk);
+	struct clock_sample s;
 
 	if (agentctl_parse_probe_reply(m, &id, &host, &guest, &mono) < 0 || host > now) {
 		d->unexpected++;
 		return;
 	}
+	s = (struct clock_sample){ .id = id, .host_send = host, .guest = guest, .host_recv = now };
 	/* A hold-out probe answered after the next probe went out (a burst began at stop or for a
 	 * snapshot): its marker is in the trace, so its times go to clock.holdout all the same. */
 	if (id != d->probe_id && id == d->holdout_id && daemon_holdout_method(d)) {
 		d->holdout_id = 0;
-		clocksync_probe(&d->clk, true, &(struct clock_sample){ .id = id, .host_send = host, .guest = guest,
-									 .host_recv = now });
+		daemon_probe_phc(d, m, &s, true);
+		clocksync_probe(&d->clk, true, &s);
 		return;
 	}
 	if (id != d->probe_id) {
@@ -43,9 +83,10 @@ static void daemon_probe_reply(struct daemon *d, const struct vt_msg *m)
 	d->probe_pending = false;
 	/* kvm sessions probe as a heartbeat, and for hold-out markers: x86-tsc readings are no
 	 * ptp samples. */
-	if (!strcmp(d->s.clock_method, "ptp") || (d->probe_mark && daemon_holdout_method(d)))
-		clocksync_probe(&d->clk, d->probe_mark,
-				&(struct clock_sample){ .id = id, .host_send = host, .guest = guest, .host_recv = now });
+	if (!strcmp(d->s.clock_method, "ptp") || (d->probe_mark && daemon_holdout_method(d))) {
+		daemon_probe_phc(d, m, &s, d->probe_mark);
+		clocksync_probe(&d->clk, d->probe_mark, &s);
+	}
 	/* The live merge writes guest events up to the newest probe answered within
 	 * CLOCKFIT_LIVE_RTT_MAX_NS: while it runs, a probe a second at least, and after a slower
 	 * answer (the guest's CPUs or the host busy) another one in LIVE_RETRY_NS, so that a

@@ -316,6 +316,19 @@ static uint64_t clocksync_kvm_bound_now(const struct clocksync *c)
 	return MAX(c->time_conv ? 1 : MAX(c->fit0.max_error_ns, 1), clocksync_kvm_jump_ns(c, &k));
 }
 
+/* What the guest's KVM PTP clock gave, appended to buf (nothing when it gave nothing). */
+static void clocksync_describe_phc(const struct clocksync *c, char *buf, size_t size)
+{
+	size_t n = strlen(buf);
+
+	if (n < size && (c->nphc || c->nholdout_phc))
+		n += (size_t)snprintf(buf + n, size - n, "; the guest's KVM PTP clock (ptp_kvm) narrowed %u probes and %u "
+				      "hold-out probes to its readings of the host's time", c->nphc, c->nholdout_phc);
+	if (n < size && c->phc_refused)
+		snprintf(buf + n, size - n, "; %u of its readings fell outside their probe's round trip: not used",
+			 c->phc_refused);
+}
+
 void clocksync_describe(const struct clocksync *c, const char *method, char *buf, size_t size)
 {
 	uint64_t kvm_bound = strcmp(method, "kvm") ? 0 : clocksync_kvm_bound_now(c);
@@ -337,4 +350,5 @@ void clocksync_describe(const struct clocksync *c, const char *method, char *buf
 			 c->nsamples, c->fit.samples_used, c->error_bound, c->fit.min_rtt, c->fit.median_rtt, c->nholdout);
 	else
 		snprintf(buf, size, "%s, %u probe samples, no fit", method, c->nsamples);
+	clocksync_describe_phc(c, buf, size);
 }

@@ -19,6 +19,9 @@ struct clocksync {
 	struct clock_sample *samples;
 	size_t cap;
 	unsigned nsamples, nholdout;
+	/* Probes whose bracket the guest's KVM PTP clock narrowed (fitted, hold-out), and replies
+	 * whose PTP bracket missed their round trip (not used). */
+	unsigned nphc, nholdout_phc, phc_refused;
 	struct clock_fit fit;
 	bool fitted, written;
 	uint64_t error_bound;

@@ -222,7 +222,7 @@ static void daemon_report_brief(const struct daemon *d, FILE *f)
 			   .cut = { .sep = ", " }, .perf_lost = { .sep = ", " }, .perf_missing = { .sep = ", " },
 			   .perf_noend = { .sep = ", " } };
 	uint64_t reason_ns = d->stop_begun_ns ? d->stop_begun_ns : d->s.stopped_mono_ns;
-	char buf[512], ended[64] = "";
+	char buf[1024], ended[64] = "";
 
 	/* when the reason came, as the cut line says it; the wait for the agent's end after it */
 	if (d->s.stopped_mono_ns >= reason_ns + SEC)
@@ -251,7 +251,7 @@ static void daemon_report_full(const struct daemon *d, FILE *f)
 {
 	uint64_t overrun = 0, dropped = 0, transport = 0, missed = 0, pages = 0, unknown = 0;
 	struct spool_stats st;
-	char buf[512];
+	char buf[1024];
 
 	clocksync_describe(&d->clk, d->s.clock_method, buf, sizeof(buf));
 	fprintf(f, "session: %s\nstopped: %s\nelapsed: %.1f s\nclock: %s%s\n",
@@ -319,7 +319,7 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 	double trate = 0;
 	size_t len = 0;
 	struct spool_stats st;
-	char perf[256], clock[512];
+	char perf[256], clock[1024];
 	FILE *f = fmemopen(buf, size, "w");
 
 	if (!f) {

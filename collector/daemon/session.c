@@ -144,6 +144,7 @@ int session_write(const struct session_info *s)
 	ini_str(f, "clock_method", s->clock_method);
 	ini_u64(f, "clock_samples", s->clock_samples);
 	ini_u64(f, "clock_error_bound_ns", s->clock_error_bound_ns);
+	ini_u64(f, "clock_phc_probes", s->clock_phc_probes);
 	ini_str(f, "events", s->events);
 	/* guest perf events (perf-cpuN.spool), in the agent's order; "" = none; the merge reads it */
 	ini_str(f, "guest_perf", s->opts && s->opts->perf.events ? s->opts->perf.events : "");

@@ -19,6 +19,7 @@ struct session_info {
 	char guest_clock_res[256]; /* the agent's measured clock steps (hello) */
 	char clock_method[8];
 	uint64_t clock_samples, clock_error_bound_ns; /* clock.ini's, once written */
+	uint64_t clock_phc_probes; /* probes (fitted and hold-out) the guest's KVM PTP clock narrowed */
 	char events[1024];
 	uint64_t started_realtime_ns, started_mono_ns, stopped_mono_ns;
 	char host_data[PATH_MAX];

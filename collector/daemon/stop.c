@@ -32,6 +32,7 @@ static void daemon_clock_finish(struct daemon *d)
 		return;
 	}
 	d->s.clock_samples = !strcmp(d->s.clock_method, "kvm") ? d->clk.nkvm : d->clk.nsamples;
+	d->s.clock_phc_probes = d->clk.nphc + d->clk.nholdout_phc;
 	d->s.clock_error_bound_ns = d->clk.error_bound;
 }
 

@@ -378,6 +378,18 @@ int agentctl_parse_probe_reply(const struct vt_msg *m, uint64_t *ret_id, uint64_
 	return 0;
 }
 
+int agentctl_parse_probe_phc(const struct vt_msg *m, uint64_t *ret_lo, uint64_t *ret_hi)
+{
+	bool has_lo = vt_msg_u64(m, VT_A_PHC_LO, ret_lo) == 0, has_hi = vt_msg_u64(m, VT_A_PHC_HI, ret_hi) == 0;
+
+	if (!has_lo && !has_hi)
+		return -ENOENT;
+	if (!has_lo || !has_hi || *ret_lo > *ret_hi || *ret_hi > (uint64_t)INT64_MAX ||
+	    *ret_hi - *ret_lo > AGENTCTL_PHC_SPAN_MAX)
+		return -EBADMSG;
+	return 0;
+}
+
 int agentctl_parse_progress(const struct vt_msg *m, struct agent_progress *ret)
 {
 	struct agent_progress p;

@@ -59,6 +59,11 @@ int agentctl_parse_progress(const struct vt_msg *m, struct agent_progress *ret);
 /* ret_mono: the guest's CLOCK_MONOTONIC beside the trace clock (0 from an older agent). */
 int agentctl_parse_probe_reply(const struct vt_msg *m, uint64_t *ret_id, uint64_t *ret_host, uint64_t *ret_guest,
 			       uint64_t *ret_mono);
+/* A PROBE_REPLY's bracket of its guest reading in the host's CLOCK_REALTIME by the guest's KVM
+ * PTP clock: 0; -ENOENT without one (no ptp_kvm, an older agent); -EBADMSG for half of one, lo
+ * after hi, a value past INT64_MAX or a bracket over AGENTCTL_PHC_SPAN_MAX. */
+#define AGENTCTL_PHC_SPAN_MAX 1000000000ull
+int agentctl_parse_probe_phc(const struct vt_msg *m, uint64_t *ret_lo, uint64_t *ret_hi);
 /* Stores a META_FILE frame under guest_dir (a dirfd); validates the name; a printable copy
  * of the name goes to ret_name (for messages) in any case. */
 int agentctl_store_meta(struct agentctl *a, const struct vt_msg *m, int guest_dirfd, char *ret_name,

@@ -14,8 +14,15 @@ fit of the probes so far, and must lie between their probe's times widened by th
 the session states (a fit with fewer samples on a marker's far side is less exact).
 With --kvm (inside tests/e2e/kvm-l1's L1, the guest under KVM) the start takes every default but
 --holdout-probes: clock auto must choose kvm, and each marker must lie between its probe's times
-widened by the bound the session states; the markers are counted per vCPU.
-  usage: test-clock-accuracy.py [--seconds N] [--interval SEC] [--result FILE] [--live | --kvm]"""
+widened by the bound the session states; the markers are counted per vCPU. The test guest loads
+ptp_kvm: where it works (the host's clocksource is its TSC) every hold-out probe's times are
+narrowed to the guest's KVM PTP clock's reading of the host's time around the marker, a check of
+the kvm method that does not go through KVM's TSC offsets and is microseconds wide instead of the
+control port's milliseconds; where it cannot (an unstable host TSC) the guest has no PTP clock and
+nothing is narrowed.
+With --kvm-ptp (under KVM too) the start takes --clock ptp --holdout-probes and every other default:
+every fitted and hold-out probe narrowed by the PTP clock, the markers inside the stated bound.
+  usage: test-clock-accuracy.py [--seconds N] [--interval SEC] [--result FILE] [--live | --kvm | --kvm-ptp]"""
 import argparse
 import os
 import re
@@ -50,7 +57,9 @@ def pct(values, p):
 def record(g, tmp, seconds, interval, live, kvm):
     run_dir, out = f"{tmp}/run", f"{tmp}/merged.data"
     os.makedirs(run_dir)
-    if kvm:  # every default (clock auto, events, host recording, live merge) but the hold-out probes
+    if kvm == "kvm-ptp":  # every default but the clock and the hold-out probes
+        args = ["--clock", "ptp", "--holdout-probes", "-o", out]
+    elif kvm:  # every default (clock auto, events, host recording, live merge) but the hold-out probes
         args = ["--holdout-probes", "-o", out]
     else:
         args = ["--clock", "ptp", "--probe-interval", str(interval), "--holdout-probes", "-e", "sched:sched_switch",
@@ -65,7 +74,7 @@ def record(g, tmp, seconds, interval, live, kvm):
     st = collector("status", "--name", "vt-e2e", "--run-dir", run_dir, timeout=30)
     if kvm == "kvm":
         return record_kvm(g, session, out, run_dir, st)
-    if kvm:  # KVM on a host whose TSC is unstable: auto took ptp, and said why
+    if kvm == "ptp":  # KVM on a host whose TSC is unstable: auto took ptp, and said why
         log = open(f"{session}/collector.log").read()
         if not re.search(r"kvm clock method unusable \(the host's TSC is not among its clocksources .*\): using ptp", log):
             fail(f"clock auto on a host with an unstable TSC did not say why it left kvm:\n{log}")
@@ -86,7 +95,8 @@ def record(g, tmp, seconds, interval, live, kvm):
         fail(f"the merge did not apply clock.ini:\n{r.stdout}")
     ok("the merge applied clock.ini (aligned, not recovered)")
     bound = final = int(m.group(3))
-    if live:
+    check_phc(g, r.stdout, kvm, int(m.group(1)))
+    if live or kvm == "kvm-ptp":
         # At least one fit while tracing (a live fit waits for probes over 5 s), then the end's.
         lm = re.search(r"^  live: +merged while tracing; clock fitted (\d+) times .*error bounds up to (\d+) ns",
                        r.stdout, re.M)
@@ -115,7 +125,30 @@ def record_kvm(g, session, out, run_dir, st):
     if not re.search(r"clock: +aligned \(kvm, 0 segments, \d+ samples, error bound \d+ ns\)$", r.stdout, re.M):
         fail(f"the merge did not apply clock.ini:\n{r.stdout}")
     ok("the merge applied clock.ini (kvm, aligned)")
+    check_phc(g, r.stdout, "kvm", 0)
     return session, out, int(m.group(2)), int(m.group(2))
+
+
+PHC_RE = re.compile(r"; the guest's KVM PTP clock \(ptp_kvm\) narrowed (\d+) probes and (\d+) hold-out probes")
+
+
+def check_phc(g, summary, kvm, fitted):
+    """What the guest's KVM PTP clock did: under KVM with a stable host TSC (kvm, kvm-ptp) it
+    narrowed every probe; with an unstable one (ptp) the guest has no such clock; under TCG none."""
+    line = re.search(r"^clock: .*$", summary, re.M).group(0)
+    m = PHC_RE.search(line)
+    has = "vt-e2e: ptp_kvm: KVM virtual PTP" in g.console()
+    if kvm in ("kvm", "kvm-ptp"):
+        if not has:
+            fail("the test guest under KVM with the host's TSC as clocksource has no KVM PTP clock (its console "
+                 "has no 'ptp_kvm: KVM virtual PTP')")
+        if not m or int(m.group(1)) != fitted or int(m.group(2)) < 5 or "fell outside" in line:
+            fail(f"the KVM PTP clock did not narrow every probe ({fitted} fitted, the hold-outs): {line}")
+        ok(f"the guest's KVM PTP clock narrowed all {m.group(1)} fitted and {m.group(2)} hold-out probes")
+    elif m or has:
+        fail(f"a KVM PTP clock where there should be none ({kvm or 'TCG'}): {line}")
+    elif kvm == "ptp":
+        ok("no KVM PTP clock in the guest (ptp_kvm refuses a host whose clocksource is not its TSC): plain probes")
 
 
 def check_session_ini(session, bound, method="ptp"):
@@ -197,18 +230,22 @@ def main():
     ap.add_argument("--kvm", action="store_true",
                     help="under KVM (tests/e2e/kvm-l1): every start default, --clock auto must take kvm; "
                          "the markers must lie inside their probe's times widened by its stated bound")
+    ap.add_argument("--kvm-ptp", action="store_true",
+                    help="under KVM: --clock ptp, every probe narrowed by the guest's KVM PTP clock")
     a = ap.parse_args()
     if a.seconds is None:
-        a.seconds = 30 if a.kvm else 14 if a.live else 8  # kvm: the default 3 s probe period
+        a.seconds = 30 if a.kvm or a.kvm_ptp else 14 if a.live else 8  # kvm: the default 3 s probe period
 
     def body(g, tmp):
         g.wait("guest up, agent started", "vt-e2e: waiting for go", 90)
         # Under KVM, clock auto takes kvm where the host's TSC is a clocksource, ptp where it is not.
-        kvm = a.kvm and ("kvm" if "tsc" in open(CLOCKSOURCES).read().split() else "ptp")
+        kvm = "kvm-ptp" if a.kvm_ptp else a.kvm and ("kvm" if "tsc" in open(CLOCKSOURCES).read().split() else "ptp")
         if a.kvm:
             ok(f"the host's clocksources: {open(CLOCKSOURCES).read().strip()}; expecting clock {kvm}")
         session, out, final, bound = record(g, tmp, a.seconds, a.interval, a.live, kvm)
         check_session_ini(session, final, "kvm" if kvm == "kvm" else "ptp")
+        if a.kvm_ptp and "tsc" not in open(CLOCKSOURCES).read().split():
+            fail("--kvm-ptp needs a host whose TSC is a clocksource (ptp_kvm refuses others)")
         if a.keep:
             os.makedirs(a.keep, exist_ok=True)
             for f in ("clock.samples", "clock.holdout", "clock.ini", "session.ini", "live-merge.log"):
@@ -218,7 +255,7 @@ def main():
         # Live, each marker was converted with the fit of the probes before it (fewer samples
         # on its far side than the final fit): it must hold the stated error bound (the largest
         # of the live fits' and the final one's).
-        res = check_markers(session, out, bound if a.live or a.kvm else 0)
+        res = check_markers(session, out, bound if a.live or a.kvm or a.kvm_ptp else 0)
         res["error_bound_ns"] = final
         res["live_error_bound_ns"] = bound if a.live else 0
         if a.result:
