@@ -66,7 +66,8 @@ void merge_meta_task_learn(struct merge_guest *g, int32_t pid, const char *comm,
  * COMM at the event's time and perf shows the name from then on; NULL when nothing changed or
  * the table is full. One pass over the events learns names as it goes: a task is switched in
  * (and named) before it runs on a CPU, and saved_cmdlines names those already running. pid 0
- * (the per-CPU idle tasks, swapper/N) is named once, never renamed. *ret_new: first name. */
+ * (the per-CPU idle tasks, swapper/N) is one thread to perf, whichever vCPU: named "swapper", as
+ * perf names the host's, not after the vCPU it was first seen on. *ret_new: first name. */
 const struct guest_task *merge_meta_task_see(struct merge_guest *g, int32_t pid, const char *comm, size_t len,
 					     bool *ret_new)
 {
@@ -82,6 +83,8 @@ const struct guest_task *merge_meta_task_see(struct merge_guest *g, int32_t pid,
 	name[n] = '\0';
 	if (!n)
 		return NULL;
+	if (pid == 0)
+		n = (size_t)snprintf(name, sizeof(name), "swapper");
 	t = task_find(g, pid);
 	if (!t || !t->comm[0]) {
 		if (!(t = task_get(g, pid)))
