@@ -25,7 +25,8 @@ if [ "${VT_E2E_ACCEL:-}" = kvm ]; then
 	# Under KVM (tests/e2e/kvm-l1: KVM nested in TCG) --clock auto takes kvm: the guest's
 	# x86-tsc and its vCPUs' TSC offsets from KVM's debugfs; the guest's mono reads kvm-clock.
 	method=kvm
-	check_out "hello: the guest's clocksource is kvm-clock" '^guest_clock_res=.* clocksource=kvm-clock$' cat "$sess/session.ini"
+	check_out "hello: the guest's clocksource is kvm-clock, and it has the KVM PTP clock (ptp_kvm, cross-timestamping)" \
+		'^guest_clock_res=.* clocksource=kvm-clock phc=kvm-precise$' cat "$sess/session.ini"
 	check_out "auto clock method: kvm" '^clock_method=kvm$' cat "$sess/session.ini"
 	check_out "kvm traces with x86-tsc" '^guest_clock=x86-tsc$' cat "$sess/session.ini"
 	check_out "status: kvm clock with readings" '^clock: kvm \(host TSC → perf clock by [^)]*\), [1-9][0-9]* readings of 2 vCPUs' echo "$st"
@@ -35,8 +36,9 @@ else
 	# This TCG guest's mono reads hpet (Debian 12's 6.1; 6.12 picks tsc): x86-tsc is the cheaper
 	# trace clock, and the agent's warp test saw it agree across both vCPUs (bench cost: the traced
 	# workload runs faster with it). On tsc, mono is read in place and stays.
-	check_out "hello: the guest's clocksource, x86-tsc agrees across CPUs" '^guest_clock_res=.* x86-tsc-warp=0 clocksource=[a-z_0-9]+$' cat "$sess/session.ini"
-	cs=$(sed -n 's/^guest_clock_res=.* clocksource=//p' "$sess/session.ini")
+	check_out "hello: the guest's clocksource, x86-tsc agrees across CPUs, no KVM PTP clock under TCG" \
+		'^guest_clock_res=.* x86-tsc-warp=0 clocksource=[a-z_0-9]+ phc=none$' cat "$sess/session.ini"
+	cs=$(sed -n 's/^guest_clock_res=.* clocksource=\([a-z_0-9]*\).*/\1/p' "$sess/session.ini")
 	[ -n "${VT_E2E_GUEST:-}" ] || check "the default (6.1) guest's mono reads hpet (so the x86-tsc choice is tested)" test "$cs" = hpet
 	case $cs in hpet|acpi_pm) want=x86-tsc ;; *) want=mono ;; esac
 	check_out "auto trace clock: $want beside a $cs mono" "^guest_clock=$want\$" cat "$sess/session.ini"
@@ -80,6 +82,12 @@ check "guest and host events interleaved by time" e2e_interleaved "$out"
 check_out "perf script -F +machine_pid,+vcpu shows VM:/VCPU:" "^VM: *$qpid +VCPU: *00[01] " "$PERF" script -i "$out" -F +machine_pid,+vcpu
 check_out "guest events of both vCPUs" "^VCPU: *001 " "$PERF" script -i "$out" -F vcpu,event
 check_out "guest task names follow exec: markers come from 'workload'" "^ *workload +guest_ftrace:print:" "$PERF" script -i "$out" -F comm,event
+# The guest's idle task (tid 0) is one thread to perf on every vCPU: "swapper", as perf names
+# the host's, on both vCPUs (it was swapper/N of whichever vCPU it was first seen on).
+idle=$("$PERF" script -i "$out" -F machine_pid,vcpu,comm,tid 2>/dev/null | sed -E 's/^VM: */VM:/; s/ VCPU: */ VCPU:/' |
+	awk '$1 ~ /^VM:/ && $NF == 0 { c = $3; for (i = 4; i < NF; i++) c = c " " $i; sub(/^VCPU:/, "", $2); print $2, c }' | sort -u)
+check_out "the guest's idle task is 'swapper' on both vCPUs" '^001 swapper$' echo "$idle"
+check "... and on no vCPU another name ($(tr '\n' ' ' <<<"$idle"))" bash -c '[ -n "$1" ] && ! grep -qv " swapper$" <<<"$1"' _ "$idle"
 check_out "guest kernel addresses printed as addresses, not host symbols" 'guest_ftrace:print: (0x)?ffffffff[0-9a-f]+: vt-e2e line 0 cpu 0' "$PERF" script -i "$out" -F event,trace
 check "every guest sample's cpu is its vCPU thread's host CPU" \
 	python3 "$VT_SOURCE_ROOT/tests/integration/check-vcpu-cpu.py" --allow-still "$out" "${tids[@]}"
