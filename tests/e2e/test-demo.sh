@@ -10,6 +10,13 @@ st=$?
 echo "$out"
 check "scripts/demo exits 0" test "$st" -eq 0
 check "demo.data in the current dir" test -s "$T/demo.data"
+# boot takes KVM where /dev/kvm boots the guest (its probe; under tests/e2e/kvm-l1 VT_E2E_ACCEL=kvm
+# says so), else TCG.
+case ${VT_E2E_ACCEL:-} in
+kvm) want=KVM ;; tcg) want=TCG ;; *) want=$(sed -n 's/^guest up under \([A-Z]*\).*/\1/p' <<<"$out"); want=${want:-NONE} ;;
+esac
+check_out "the demo says the guest runs under $want" "^guest up under $want" echo "$out"
+check_out "its next commands grep the vCPU threads of $want" "grep -E 'vt-e2e line\|CPU \[01\]/$want'" echo "$out"
 check_out "stop summary: losses 0" '^losses: ring overrun 0 events, ring dropped 0 events, ring missed-events 0 .*, transport 0 pages$' echo "$out"
 check_out "excerpt: guest lines (VM:/VCPU:) with a marker" '^VM: *[0-9]+ VCPU:00[01] .*guest_ftrace:print: .*vt-e2e line 50 cpu 0' echo "$out"
 check_out "excerpt: host lines" '^ +[^V].* sched:sched_switch: ' echo "$out"
