@@ -114,7 +114,7 @@ def perf_both(tmp):
     if p.returncode:
         print("FAIL perf 6.1 and 6.12 on the merged files", file=sys.stderr)
         return False
-    if p.stdout:
+    if p.stdout and not os.environ.get("VT_PERF_BOTH_DEFER"):
         ok("perf 6.1 and 6.12 read the merged files alike, no warning")
     return True
 

@@ -21,6 +21,9 @@ work=$(mktemp -d /tmp/vt-kvm.XXXXXX)
 # VT_KEEP_L1=1 keeps the work dir (said on stderr): a command there writes what outlives L1.
 if [ "${VT_KEEP_L1:-}" = 1 ]; then echo "test-kvm.sh: keeping $work" >&2; else trap 'rm -rf "$work"' EXIT; fi
 export VT_E2E_ACCEL=kvm VT_L1_WORK=$work
+# The merged files the test wrote are read by perf 6.1 and 6.12 here, after L1, at the host's
+# speed (tests/e2e/perf-both's defer): in L1 perf reads them at TCG's, a minute a test.
+export VT_PERF_BOTH_DEFER=$work/perf-both
 # L1's own kernel faulting (seen: a double fault in a "CPU 0/KVM" thread, once in about 10 L1
 # runs on QEMU 10's TCG) or resetting itself (kvm-l1's status 125: QEMU exited with no end of
 # the command, seen once under a port I/O loop in L2) is the rig's failure, not the test's: the
@@ -31,9 +34,16 @@ export VT_E2E_ACCEL=kvm VT_L1_WORK=$work
 L1_FAULT='traps: PANIC|double fault|Oops:|BUG: |Kernel panic|general protection fault'
 for try in 1 2; do
 	st=0
+	rm -rf "$VT_PERF_BOTH_DEFER"
 	"$here/kvm-l1" --work "$work" --log "$work/l1-console.log" "${l1args[@]}" -- "$@" \
 		> >(tee "$work/out.$try") 2> >(tee "$work/err.$try" >&2) || st=$?
-	[ "$st" -ne 0 ] || exit 0
+	if [ "$st" -eq 0 ]; then
+		for d in "$VT_PERF_BOTH_DEFER"/files.*; do
+			[ -d "$d" ] || continue
+			VT_PERF_BOTH_DEFER= "$here/perf-both" --dir "$d" || { echo "FAIL perf 6.1 and 6.12 on the merged files (after L1)"; exit 1; }
+		done
+		exit 0
+	fi
 	echo "--- L1 console (exit status $st)"
 	tr -d '\r' <"$work/l1-console.log" | tail -n 40
 	fault=$(tr -d '\r' <"$work/l1-console.log" | grep -m1 -E "$L1_FAULT") ||
