@@ -27,6 +27,7 @@ static int merge_cmd_run(int argc, char **argv)
 		{ "follow", no_argument, NULL, 'F' },
 		{ "trust-guest-binaries", no_argument, NULL, 'T' },
 		{ "guest", required_argument, NULL, 'G' },
+		{ "guest-as-host", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -44,6 +45,7 @@ static int merge_cmd_run(int argc, char **argv)
 		case 'Z': compress = 0; break;
 		case 'F': o.follow = true, o.follow_fd = 0; break;
 		case 'T': o.trust_binaries = true; break;
+		case 'A': o.guest_as_host = true; break;
 		case 'G':
 			if (n_guests == MERGE_MAX_GUESTS - 1) {
 				log_error("--guest %s: at most %u VMs go in one merge (SESSION_DIR's and %u --guest)", optarg,
@@ -64,6 +66,11 @@ static int merge_cmd_run(int argc, char **argv)
 	}
 	/* the daemon's child: named for perf report, perf sched and the stall report, which would
 	 * otherwise show the file it ran ("trace-collector", or "exe" for /proc/self/exe) */
+	if (o.guest_as_host && (n_guests || o.follow || o.host_data)) {
+		log_error("--guest-as-host writes one VM's guest alone: not with %s (merge that VM's own session dir)",
+			  n_guests ? "--guest" : o.follow ? "--follow" : "--host-data");
+		return 2;
+	}
 	if (o.follow)
 		prctl(PR_SET_NAME, MERGE_FOLLOW_COMM);
 	o.session_dir = argv[optind];
@@ -79,6 +86,7 @@ const struct cmd_entry cmd_merge = {
 	.name = "merge",
 	.summary = "merge a session dir into one perf.data (offline, recovery)",
 	.usage = "SESSION_DIR [--guest DIR]... [--host-data FILE] -o OUT [-z | --no-compress] [--follow] [--trust-guest-binaries]\n"
+		 "       SESSION_DIR --guest-as-host -o OUT [-z | --no-compress]\n"
 		 "--guest DIR: another VM's session dir; its guest joins the file as its own perf guest\n"
 		 "machine (its QEMU pid), beside SESSION_DIR's (whose host recording covers all; at most\n"
 		 "16 VMs). Its events are named guest2_*, guest3_*... in the order given.\n"
@@ -86,7 +94,11 @@ const struct cmd_entry cmd_merge = {
 		 "--no-compress, or start's --no-compress for this session (-z: compressed anyway).\n"
 		 "Guest binaries fetched at stop go into OUT/buildids (the summary prints the perf\n"
 		 "command that reads it); --trust-guest-binaries (or start's) places them in\n"
-		 "$HOME/.debug instead. A build-id the host holds is never placed.",
+		 "$HOME/.debug instead. A build-id the host holds is never placed.\n"
+		 "--guest-as-host: the guest's events alone, as a host's: under their own names\n"
+		 "(sched:sched_switch), its vCPUs as the file's CPUs, no guest machine, so that perf sched\n"
+		 "(timehist, latency, map) and perf timechart read the guest's scheduler; no host\n"
+		 "recording, guest perf samples or exit samples. One VM: with several, merge each one's dir.",
 	.run = merge_cmd_run,
 };
 

@@ -243,7 +243,7 @@ static int build_ids(struct merge_ctx *m, struct util_buf *b)
 
 	if (m->host.present && perf_reader_feature(m->host.r, PERF_FEAT_BUILD_ID, &d, &len) == 0)
 		util_buf_put(b, d, len);
-	for (size_t v = 0; v < m->n_vm; v++)
+	for (size_t v = 0; v < m->n_vm && !m->as_host; v++) /* as a host's: no guest kernel */
 		if (vm_has_build_id(&m->vm[v]))
 			guest_build_id(&m->vm[v].guest, b);
 	return b->oom ? -ENOMEM : 0;

@@ -112,13 +112,16 @@ static void summary_clock(const struct merge_guest *g)
 		printf("  window: not checked (session.ini has no started_mono_ns)\n");
 }
 
-static void summary_vcpu(const struct merge_vm *vm)
+static void summary_vcpu(const struct merge_ctx *m, const struct merge_vm *vm)
 {
 	const struct merge_vcpu *v = &vm->vcpu;
 
 	if (!vm->guest.present)
 		return;
-	if (v->why[0])
+	if (m->as_host)
+		printf("  as host: the guest's events as a host's (their own names, vCPU n as CPU n, no guest machine: "
+		       "perf sched and perf timechart read them); no host recording, guest perf or exit samples\n");
+	else if (v->why[0])
 		printf("  vcpu:   FALLBACK: guest sample cpu = vCPU number, because %s\n", v->why);
 	else
 		printf("  vcpu:   guest sample cpu = host CPU of QEMU's \"CPU n/KVM\" (or /TCG) thread (%u/%u vCPU threads found, "
@@ -219,8 +222,9 @@ static void summary_vm(const struct merge_ctx *m, const struct merge_vm *vm)
 	merge_gperf_summary(&vm->gp, g);
 	merge_exits_summary(m, vm);
 	summary_clock(g);
-	summary_vcpu(vm);
-	summary_build_id(g);
+	summary_vcpu(m, vm);
+	if (!m->as_host)
+		summary_build_id(g);
 	summary_losses(m, vm, m->n_vm == 1);
 }
 
@@ -291,7 +295,9 @@ static int merge_prepare(struct merge_ctx *m, const struct merge_options *o)
 
 	if ((r = merge_vm_load(m, o)) < 0)
 		return r;
-	if ((r = host_open(o, &m->vm[0], path, sizeof(path), &m->host_fd, why, sizeof(why))) < 0) {
+	if (o->guest_as_host) /* the guest alone */
+		r = 0;
+	else if ((r = host_open(o, &m->vm[0], path, sizeof(path), &m->host_fd, why, sizeof(why))) < 0) {
 		log_error("%s %s: cannot use it as the host recording", path, why);
 		return r;
 	}
@@ -511,6 +517,7 @@ int merge_run(const struct merge_options *o)
 	m->first_sample = UINT64_MAX;
 	m->host_fd = -1;
 	m->zstd = o->zstd_level;
+	m->as_host = o->guest_as_host;
 	r = merge_open(m, o, &out_fd, data, sizeof(data));
 	if (r == 0 && o->follow)
 		r = merge_follow(m, o, data);

@@ -50,6 +50,10 @@ struct merge_options {
 	 * host_data ignored: session_dir's host recording covers them all); not with follow */
 	const char *const *guest_dirs;
 	size_t n_guest_dirs;
+	/* merge --guest-as-host: the guest's events alone, as a host's (its own systems' names,
+	 * its vCPUs as the file's CPUs, no guest machine), for perf sched and timechart; no host
+	 * recording, guest perf or exit samples; not with --guest or --follow */
+	bool guest_as_host;
 };
 
 /* Following: a live clock fit is used once its probes span this much at least. */

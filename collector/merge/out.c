@@ -258,11 +258,13 @@ static size_t put_trailer(uint8_t *p, int32_t pid, int32_t tid, uint64_t ts, uin
 	return 32;
 }
 
+/* perf's ID_INDEX: per id its idx, cpu and tid, then (extended) machine_pid and vCPU; as a host's
+ * (--guest-as-host) the first part alone, the vCPU as the cpu. */
 static int out_index_chunk(struct merge_ctx *m, const struct merge_vm *vm, size_t from, size_t n)
 {
 	const struct merge_guest *g = &vm->guest;
 	uint8_t *p = m->rec;
-	struct perf_event_header h = { .type = PERF_REC_ID_INDEX, .size = (uint16_t)(16 + n * 48) };
+	struct perf_event_header h = { .type = PERF_REC_ID_INDEX, .size = (uint16_t)(16 + n * (m->as_host ? 32 : 48)) };
 	uint64_t nr = n;
 
 	memcpy(p, &h, 8);
@@ -270,14 +272,21 @@ static int out_index_chunk(struct merge_ctx *m, const struct merge_vm *vm, size_
 	for (size_t k = 0; k < n; k++) {
 		size_t i = from + k;
 		uint64_t vcpu = i % g->ncpus;
-		uint64_t e1[4] = { g->id_base + i, vcpu, (uint64_t)-1,
-				   (uint64_t)(int64_t)merge_vcpu_tid(&vm->vcpu, (uint32_t)vcpu) };
+		uint64_t e1[4] = { g->id_base + i, vcpu, m->as_host ? vcpu : (uint64_t)-1,
+				   m->as_host ? (uint64_t)-1 : (uint64_t)(int64_t)merge_vcpu_tid(&vm->vcpu, (uint32_t)vcpu) };
 		uint64_t e2[2] = { g->machine_pid, vcpu };
 
 		memcpy(p + 16 + k * 32, e1, 32);
-		memcpy(p + 16 + n * 32 + k * 16, e2, 16);
+		if (!m->as_host)
+			memcpy(p + 16 + n * 32 + k * 16, e2, 16);
 	}
 	return perf_writer_record(m->w, p);
+}
+
+/* A guest record's cpumode: the guest kernel's, or the host kernel's for --guest-as-host. */
+static uint16_t guest_misc(const struct merge_ctx *m)
+{
+	return m->as_host ? PERF_RECORD_MISC_KERNEL : PERF_RECORD_MISC_GUEST_KERNEL;
 }
 
 static int out_kernel_mmap(struct merge_ctx *m, const struct merge_vm *vm)
@@ -332,7 +341,7 @@ static int out_comm(struct merge_ctx *m, const struct merge_vm *vm, const struct
 {
 	size_t cl = ALIGN_UP(strlen(t->comm) + 1, 8);
 	uint8_t *p = m->rec;
-	struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = PERF_RECORD_MISC_GUEST_KERNEL | misc,
+	struct perf_event_header h = { .type = PERF_RECORD_COMM, .misc = guest_misc(m) | misc,
 				       .size = (uint16_t)(16 + cl + 32) };
 	uint32_t pt[2] = { (uint32_t)t->tgid, (uint32_t)t->pid };
 
@@ -359,7 +368,7 @@ static int out_comms(struct merge_ctx *m, struct merge_vm *vm, uint64_t ts)
 static int out_lost(struct merge_ctx *m, struct merge_vm *vm, struct guest_cpu *c)
 {
 	uint8_t *p = m->rec;
-	struct perf_event_header h = { .type = PERF_RECORD_LOST_SAMPLES, .misc = PERF_RECORD_MISC_GUEST_KERNEL,
+	struct perf_event_header h = { .type = PERF_RECORD_LOST_SAMPLES, .misc = guest_misc(m),
 				       .size = 8 + 8 + 32 };
 
 	memcpy(p, &h, 8);
@@ -403,7 +412,7 @@ static int out_sample(struct merge_ctx *m, struct merge_vm *vm, struct guest_cpu
 	struct guest_event *e;
 	uint8_t *p = m->rec;
 	uint32_t raw_size, cpu[2] = { merge_vcpu_cpu(&vm->vcpu, c->cpu), 0 }, tid[2];
-	struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = PERF_RECORD_MISC_GUEST_KERNEL };
+	struct perf_event_header h = { .type = PERF_RECORD_SAMPLE, .misc = guest_misc(m) };
 	size_t plen;
 	uint64_t id, period = 1;
 	uint16_t new_id;

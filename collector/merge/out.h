@@ -66,6 +66,7 @@ struct merge_ctx {
 	uint64_t guest_samples, guest_lost_records, host_written;
 	int zstd;
 	bool out_dir; /* OUT is a perf.data directory (dir.c) */
+	bool as_host; /* --guest-as-host: the guest's records as a host's (misc KERNEL, no machine) */
 	bool pipe;    /* pipe-mode output on stdout (merge --follow -o -) */
 	struct report_live *stalls; /* following into a file: stop's stalls line, as it is written */
 	int exit_attr;         /* host attr of kvm:kvm_exit with a guest_rip (exits.c), -1 */

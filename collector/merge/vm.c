@@ -18,7 +18,9 @@
 static void vm_names(struct merge_ctx *m, struct merge_vm *vm, size_t v)
 {
 	snprintf(vm->name, sizeof(vm->name), "%s", vm->guest.vm_name[0] ? vm->guest.vm_name : vm->dir);
-	if (v == 0)
+	if (m->as_host) /* the guest's systems by their own names: sched:sched_switch for perf sched */
+		vm->sys_prefix[0] = '\0';
+	else if (v == 0)
 		snprintf(vm->sys_prefix, sizeof(vm->sys_prefix), "guest_");
 	else
 		snprintf(vm->sys_prefix, sizeof(vm->sys_prefix), "guest%zu_", v + 1);
@@ -192,7 +194,7 @@ int merge_vm_prepare(struct merge_ctx *m, int host_fd)
 			return r;
 		if (vm->guest.present && (vm->guest.gsym_events || vm->guest.perf_events[0]))
 			merge_gsym_load(&vm->guest, vm->dir); /* read once: %ps names, guest kernel maps */
-		if ((r = merge_gperf_load(&vm->gp, &vm->guest, vm->dir)) < 0)
+		if (!m->as_host && (r = merge_gperf_load(&vm->gp, &vm->guest, vm->dir)) < 0)
 			return r;
 	}
 	return merge_exits_prepare(m);
@@ -237,7 +239,7 @@ static void vm_info(const struct merge_ctx *m, const struct merge_vm *vm, const 
 		   "exit_samples=%" PRIu64 "\n",
 		output, g->clock_aligned ? g->clock.method : "none", g->clock_aligned, g->clock_recovered,
 		g->clock.samples, g->clock.error_bound_ns, g->loss.outside_window,
-		vm->vcpu.why[0] ? "fallback" : "host_sched_switch", vm->vcpu.fallback_samples, vm->samples,
+		m->as_host ? "guest_as_host" : vm->vcpu.why[0] ? "fallback" : "host_sched_switch", vm->vcpu.fallback_samples, vm->samples,
 		m->live_bound_ns, vm->exits.samples);
 	/* ring pages per vCPU: read (bad ones apart), dropped by the flight recorder, missing */
 	for (uint32_t i = 0; i < g->ncpus; i++)

@@ -88,6 +88,19 @@ idle=$("$PERF" script -i "$out" -F machine_pid,vcpu,comm,tid 2>/dev/null | sed -
 	awk '$1 ~ /^VM:/ && $NF == 0 { c = $3; for (i = 4; i < NF; i++) c = c " " $i; sub(/^VCPU:/, "", $2); print $2, c }' | sort -u)
 check_out "the guest's idle task is 'swapper' on both vCPUs" '^001 swapper$' echo "$idle"
 check "... and on no vCPU another name ($(tr '\n' ' ' <<<"$idle"))" bash -c '[ -n "$1" ] && ! grep -qv " swapper$" <<<"$1"' _ "$idle"
+# merge --guest-as-host: the guest's scheduler as a host's, for perf sched and perf timechart
+# (perf-both then reads this file with both perfs too).
+gah=$T/guest-as-host.data
+check "merge --guest-as-host" bash -c '"$1" merge "$2" --guest-as-host -o "$3" >"$4"' _ "$TRACE_COLLECTOR" "$sess" "$gah" "$T/gah.txt"
+check_out "--guest-as-host: the guest's events under their own names" '^sched:sched_switch$' "$PERF" evlist -i "$gah"
+check "--guest-as-host: no guest_* event, no guest machine record" \
+	bash -c '! "$1" evlist -i "$2" | grep -q "^guest_" && ! "$1" script -i "$2" -F machine_pid,vcpu 2>/dev/null | grep -q "VM:"' _ "$PERF" "$gah"
+check_out "perf sched timehist: the guest's workload on its vCPUs as CPUs" '^ +[0-9]+\.[0-9]+ +\[000[01]\] +workload\[[0-9]+\]' \
+	"$PERF" sched timehist -i "$gah"
+check_out "perf sched latency: the guest's tasks" '^ +workload:' "$PERF" sched latency -i "$gah"
+check_out "perf sched map: the guest's tasks on its CPUs" '=> workload:[0-9]+' "$PERF" sched map -i "$gah"
+check "perf timechart: an SVG of the guest's tasks" bash -c '"$1" timechart -i "$2" -o "$3" 2>/dev/null && grep -q "workload" "$3"' \
+	_ "$PERF" "$gah" "$T/guest-timechart.svg"
 check_out "guest kernel addresses printed as addresses, not host symbols" 'guest_ftrace:print: (0x)?ffffffff[0-9a-f]+: vt-e2e line 0 cpu 0' "$PERF" script -i "$out" -F event,trace
 check "every guest sample's cpu is its vCPU thread's host CPU" \
 	python3 "$VT_SOURCE_ROOT/tests/integration/check-vcpu-cpu.py" --allow-still "$out" "${tids[@]}"
