@@ -34,7 +34,7 @@ export VT_PERF_BOTH_DEFER=$work/perf-both
 L1_FAULT='traps: PANIC|double fault|Oops:|BUG: |Kernel panic|general protection fault'
 for try in 1 2; do
 	st=0
-	rm -rf "$VT_PERF_BOTH_DEFER"
+	rm -rf "$VT_PERF_BOTH_DEFER" "$work/after"
 	"$here/kvm-l1" --work "$work" --log "$work/l1-console.log" "${l1args[@]}" -- "$@" \
 		> >(tee "$work/out.$try") 2> >(tee "$work/err.$try" >&2) || st=$?
 	if [ "$st" -eq 0 ]; then
@@ -42,6 +42,8 @@ for try in 1 2; do
 			[ -d "$d" ] || continue
 			VT_PERF_BOTH_DEFER= "$here/perf-both" --dir "$d" || { echo "FAIL perf 6.1 and 6.12 on the merged files (after L1)"; exit 1; }
 		done
+		# checks the test left for the host (VT_L1_WORK/after: shell lines, e.g. kvm-exits')
+		[ ! -f "$work/after" ] || bash "$work/after" || exit 1
 		exit 0
 	fi
 	echo "--- L1 console (exit status $st)"
