@@ -18,33 +18,27 @@
 #define LIVE_RETRY_NS 250000000ull
 
 /* The guest's KVM PTP clock's bracket of its reading (host CLOCK_REALTIME) narrows the probe's
- * round trip, never moves it out: the difference of the host's CLOCK_REALTIME and its perf clock
- * read now carries it over (both run at the same rate; a step of the wall clock between the
- * guest's read and now would make it miss the round trip: refused, counted). */
+ * round trip, never moves it out: CLOCK_REALTIME read between two readings of the host's perf
+ * clock carries it over (both run at the same rate), the gap between those two widening it; a
+ * malformed bracket, or one outside the round trip (a wall-clock step, a lying guest), is
+ * refused and counted. */
 static void daemon_probe_phc(struct daemon *d, const struct vt_msg *m, struct clock_sample *s, bool holdout)
 {
-	uint64_t lo = 0, hi = 0, real, host, host2, half;
+	uint64_t lo = 0, hi = 0, host, real, host2;
+	__int128 half, off, l, h;
 	int r = agentctl_parse_probe_phc(m, &lo, &hi);
 
 	if (r == -ENOENT)
 		return;
-	/* CLOCK_REALTIME between two readings of the perf clock: their midpoint, give or take half
-	 * the time between them, widening the bracket */
 	host = clocksync_host_now(&d->clk);
 	real = util_now_ns(CLOCK_REALTIME);
 	host2 = clocksync_host_now(&d->clk);
-	if (r == 0 && (host2 < host || lo < (host2 - host + 1) / 2))
-		r = -ERANGE;
-	if (r == 0) {
-		half = (host2 - host + 1) / 2; /* hi <= INT64_MAX (parsed): no overflow below */
-		host += half;
-		lo -= half;
-		hi += half;
-	}
-	if (r == 0 && real >= host && lo >= real - host)
-		r = clockfit_narrow(s, lo - (real - host), hi - (real - host));
-	else if (r == 0 && real < host && hi <= UINT64_MAX - (host - real))
-		r = clockfit_narrow(s, lo + (host - real), hi + (host - real));
+	half = ((__int128)host2 - host + 1) / 2;
+	off = (__int128)real - (host + half); /* realtime - perf clock */
+	l = (__int128)lo - off - half;
+	h = (__int128)hi - off + half;
+	if (r == 0 && host2 >= host && l >= 0 && h <= (__int128)UINT64_MAX)
+		r = clockfit_narrow(s, (uint64_t)l, (uint64_t)h);
 	else
 		r = -ERANGE;
 	if (r < 0)

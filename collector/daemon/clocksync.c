@@ -325,7 +325,7 @@ static void clocksync_describe_phc(const struct clocksync *c, char *buf, size_t 
 		n += (size_t)snprintf(buf + n, size - n, "; the guest's KVM PTP clock (ptp_kvm) narrowed %u probes and %u "
 				      "hold-out probes to its readings of the host's time", c->nphc, c->nholdout_phc);
 	if (n < size && c->phc_refused)
-		snprintf(buf + n, size - n, "; %u of its readings fell outside their probe's round trip: not used",
+		snprintf(buf + n, size - n, "; %u of its readings malformed or outside their probe's round trip: not used",
 			 c->phc_refused);
 }
 

@@ -20,7 +20,7 @@ struct clocksync {
 	size_t cap;
 	unsigned nsamples, nholdout;
 	/* Probes whose bracket the guest's KVM PTP clock narrowed (fitted, hold-out), and replies
-	 * whose PTP bracket missed their round trip (not used). */
+	 * whose PTP bracket was malformed or missed their round trip (not used). */
 	unsigned nphc, nholdout_phc, phc_refused;
 	struct clock_fit fit;
 	bool fitted, written;
