@@ -34,6 +34,8 @@
 #define STEP_MIN_NS 200000     /* a residual jump under 200 us is noise, not a step */
 #define SLOPE_MIN_SPAN_NS 1000000000ull
 #define SCALE_MIN_SPAN_NS 100e6 /* a guest clock's rate from probes at least this far apart */
+#define ANCHOR_RTT_FACTOR 4     /* an anchor's round trip: at most this many times the median */
+#define ANCHOR_GAP_NS 50e6      /* probes within this of host time are one cluster (a burst) */
 #define SCALE_NS_TOL 0.05       /* within 5% of the host's rate: a ns clock (drift is the fit's) */
 #define SCALE_MIN 1e-4          /* ns per guest unit: 10 GHz .. */
 #define SCALE_MAX 1e4           /* .. 100 kHz */ /* a slope from a shorter span is noise: use 1 */
@@ -197,10 +199,54 @@ static uint64_t error_bound(const struct clock_fit *fit, const struct clock_samp
 	return worst < 1.8e19 ? (uint64_t)ceil(worst) : UINT64_MAX;
 }
 
-/* Fits the segments of kept[0..nk) (sorted, one sample per reading) into fit. */
-static void fit_segments(struct clock_fit *fit, struct clock_sample *kept, size_t nk, const struct fit_limits *lim)
+/* How far line seg misses sample s's bracket (0: inside it). */
+static double bracket_miss(const struct clock_segment *seg, const struct clock_sample *s)
 {
-	uint64_t half = fit->guest_resolution / 2;
+	double h = seg_apply(seg, s->guest);
+
+	return fmax(fmax((double)s->host_send - h, h - (double)s->host_recv), 0);
+}
+
+/* Moves the start of segment k back from its first fitted sample to where the step is: past
+ * every sample in between (the slow ones the fit left out) whose bracket the new line misses
+ * less than the old one, to halfway from the last one that the old line fits better. A step
+ * known only from two bursts seconds apart (a live migration) is then placed within the
+ * probes' spacing, not at the second burst. all[0..n): every sample, sorted by guest time. */
+static void place_step(struct clock_fit *fit, unsigned k, uint64_t prev_last, const struct clock_sample *all, size_t n)
+{
+	const struct clock_segment *old = &fit->seg[k - 1];
+	struct clock_segment *seg = &fit->seg[k];
+	uint64_t first_new = seg->guest_start, last_old = prev_last, start;
+	size_t i = n;
+
+	while (i > 0 && all[i - 1].guest >= first_new)
+		i--;
+	for (; i > 0 && all[i - 1].guest > prev_last; i--) {
+		double to_old = bracket_miss(old, &all[i - 1]), to_new = bracket_miss(seg, &all[i - 1]);
+
+		if (to_old < to_new) {
+			last_old = all[i - 1].guest;
+			break;
+		}
+		if (to_new < to_old)
+			first_new = all[i - 1].guest;
+	}
+	start = last_old + (first_new - last_old) / 2; /* halfway: the step's place is not known better */
+	if (start > old->guest_start) { /* the window the step may lie in, and its size */
+		double h_old = seg_apply(old, start), h_new = seg_apply(seg, start);
+
+		fit->step_window_ns = MAX(fit->step_window_ns, first_new - last_old);
+		fit->step_max_ns = MAX(fit->step_max_ns, (uint64_t)fmin(fabs(h_new - h_old), 1.8e19));
+	}
+	seg->guest_start = MAX(start, old->guest_start + 1);
+}
+
+/* Fits the segments of kept[0..nk) (sorted, one sample per reading) into fit; their starts
+ * placed among all[0..n) (place_step). */
+static void fit_segments(struct clock_fit *fit, struct clock_sample *kept, size_t nk, const struct fit_limits *lim,
+			 const struct clock_sample *all, size_t n)
+{
+	uint64_t half = fit->guest_resolution / 2, last[CLOCKFIT_MAX_SEGMENTS];
 	size_t start = 0;
 
 	for (size_t i = 0; i < nk; i++)
@@ -216,33 +262,125 @@ static void fit_segments(struct clock_fit *fit, struct clock_sample *kept, size_
 		shift = (double)seg->offset + seg->slope * (double)half; /* saturating: a hostile fit */
 		seg->offset = shift > 9.2e18 ? INT64_MAX : shift < -9.2e18 ? INT64_MIN : (int64_t)llround(shift);
 		start += len;
+		last[fit->nseg - 1] = kept[start - 1].guest - half;
 	}
 	for (size_t i = 0; i < nk; i++)
 		kept[i].guest -= half;
+	for (unsigned k = 1; k < fit->nseg; k++)
+		place_step(fit, k, last[k - 1], all, n);
 }
 
-/* A guest clock that does not count nanoseconds (x86-tsc counts cycles): ns per guest unit,
- * from the fastest probes of the first and the last quarter of the samples' guest time span
- * (sorted by guest time; by time, not by count: a session so far is a burst of 32 and a few
- * periodic probes, and the last quarter by count would be the burst again); 1 when the clock
- * runs within SCALE_NS_TOL of the host's, or the span says nothing. */
-static double guest_scale(const struct clock_sample *all, size_t n)
-{
-	uint64_t quarter = (all[n - 1].guest - all[0].guest) / 4;
-	size_t a = 0, b = n - 1;
-	double mid_a, mid_b, ratio;
+/* A guest clock that does not count nanoseconds (x86-tsc counts cycles): ns per guest unit;
+ * 1 when the clock runs within SCALE_NS_TOL of the host's, or the samples say nothing.
+ * From anchors, the fastest probe of each cluster (probes within ANCHOR_GAP_NS of host time of
+ * the cluster's first: a burst; probes taken every few ms make one every ANCHOR_GAP_NS). Neighbouring anchors at least SCALE_MIN_SPAN_NS apart give a rate each; their
+ * median, weighted by span over bracket width, is a rough rate that a step between two anchors
+ * cannot move (a VM paused over a live migration: its clock stood still while the host's ran).
+ * The rate is then measured end to end over the longest run of pairs that agree with it (no
+ * step inside): precise like the whole span when nothing stepped. */
+struct pair {
+	const struct clock_sample *a, *b;
+	double ratio, weight;
+};
 
-	for (size_t i = 1; i < n && all[i].guest <= all[0].guest + quarter; i++)
-		if (rtt(&all[i]) < rtt(&all[a]))
-			a = i;
-	for (size_t i = n - 1; i-- > 0 && all[i].guest >= all[n - 1].guest - quarter;)
-		if (rtt(&all[i]) < rtt(&all[b]))
-			b = i;
-	mid_a = (double)all[a].host_send + (double)rtt(&all[a]) / 2;
-	mid_b = (double)all[b].host_send + (double)rtt(&all[b]) / 2;
-	if (b <= a || !(mid_b - mid_a >= SCALE_MIN_SPAN_NS) || all[b].guest <= all[a].guest)
+static int cmp_pair(const void *x, const void *y)
+{
+	const struct pair *p = x, *q = y;
+
+	return p->ratio < q->ratio ? -1 : p->ratio > q->ratio;
+}
+
+static double pair_ratio(const struct clock_sample *a, const struct clock_sample *b)
+{
+	return (mid(b) - mid(a)) / ((double)b->guest - (double)a->guest);
+}
+
+/* The pairs of neighbouring anchors of all[0..n) (sorted by guest time) into p, from probes
+ * whose round trip is at most max_rtt; their count. */
+static size_t anchor_pairs(const struct clock_sample *all, size_t n, uint64_t max_rtt, struct pair *p)
+{
+	const struct clock_sample *anchor = NULL, *prev = NULL, *first = NULL;
+	size_t np = 0;
+
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && rtt(&all[i]) > max_rtt)
+			continue;
+		if (!anchor && i < n) {
+			anchor = first = &all[i];
+			continue;
+		}
+		if (!anchor)
+			break;
+		if (i < n && mid(&all[i]) <= mid(first) + ANCHOR_GAP_NS) {
+			if (rtt(&all[i]) < rtt(anchor))
+				anchor = &all[i];
+			continue;
+		}
+		/* pairs chain end to end (a step falls in one of them): an anchor too close to the
+		 * last one is passed over, not a new start */
+		if (prev && mid(anchor) - mid(prev) >= SCALE_MIN_SPAN_NS && anchor->guest > prev->guest)
+			p[np++] = (struct pair){ prev, anchor, pair_ratio(prev, anchor),
+						 (mid(anchor) - mid(prev)) / ((double)(rtt(prev) + rtt(anchor)) + 1) };
+		if (!prev || (mid(anchor) - mid(prev) >= SCALE_MIN_SPAN_NS && anchor->guest > prev->guest))
+			prev = anchor;
+		anchor = first = i < n ? &all[i] : NULL;
+	}
+	return np;
+}
+
+/* The rate over anchors p[from].a, p[from..to].b: least squares weighted by 1 / round trip²
+ * (a probe that straddled a pause brackets its reading loosely). */
+static double run_ratio(const struct pair *p, size_t from, size_t to)
+{
+	const struct clock_sample *s0 = p[from].a;
+	double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+
+	for (size_t i = from; i <= to + 1; i++) {
+		const struct clock_sample *s = i == from ? s0 : p[i - 1].b;
+		double w = 1.0 / (((double)rtt(s) + 1000.0) * ((double)rtt(s) + 1000.0));
+		double x = (double)s->guest - (double)s0->guest, y = mid(s) - mid(s0);
+
+		sw += w, sx += w * x, sy += w * y, sxx += w * x * x, sxy += w * x * y;
+	}
+	return (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
+}
+
+static double guest_scale(const struct clock_sample *all, size_t n, uint64_t median_rtt)
+{
+	_cleanup_free_ struct pair *p = malloc(n * sizeof(*p)), *sorted = malloc(n * sizeof(*p));
+	double total = 0, acc = 0, rough = 1.0, ratio, best_span = -1;
+	size_t np, run = 0, best_from = 0, best_to = 0;
+
+	if (!p || !sorted)
 		return 1.0;
-	ratio = (mid_b - mid_a) / ((double)all[b].guest - (double)all[a].guest);
+	/* probes that took far longer than most (one that straddled a pause fits both sides of its
+	 * step) are no anchors, unless nothing else is */
+	if (!(np = anchor_pairs(all, n, ANCHOR_RTT_FACTOR * median_rtt, p)) && !(np = anchor_pairs(all, n, UINT64_MAX, p)))
+		return 1.0;
+	memcpy(sorted, p, np * sizeof(*p));
+	qsort(sorted, np, sizeof(*sorted), cmp_pair);
+	for (size_t i = 0; i < np; i++)
+		total += sorted[i].weight;
+	for (size_t i = 0; i < np && acc < total / 2; i++) {
+		acc += sorted[i].weight;
+		rough = sorted[i].ratio;
+	}
+	for (size_t i = 0; i <= np; i++) { /* runs of agreeing pairs, in time order */
+		bool agree = i < np && fabs(p[i].ratio - rough) * ((double)p[i].b->guest - (double)p[i].a->guest) <=
+					       (double)(rtt(p[i].a) + rtt(p[i].b)) / 2 + STEP_MIN_NS +
+						       SLOPE_DEV_MAX * (mid(p[i].b) - mid(p[i].a));
+
+		if (agree) {
+			run++;
+			continue;
+		}
+		if (run && mid(p[i - 1].b) - mid(p[i - run].a) > best_span) {
+			best_span = mid(p[i - 1].b) - mid(p[i - run].a);
+			best_from = i - run, best_to = i - 1;
+		}
+		run = 0;
+	}
+	ratio = best_span > 0 ? run_ratio(p, best_from, best_to) : rough;
 	if (!isfinite(ratio) || fabs(ratio - 1.0) <= SCALE_NS_TOL || ratio < SCALE_MIN || ratio > SCALE_MAX)
 		return 1.0;
 	return ratio;
@@ -273,12 +411,12 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 	}
 	qsort(rtts, n, sizeof(*rtts), cmp_u64);
 	qsort(all, n, sizeof(*all), cmp_guest);
-	scale = guest_scale(all, n);
+	fit.min_rtt = rtts[0];
+	limit = fit.min_rtt * RTT_KEEP_FACTOR + RTT_SLACK_NS;
+	scale = guest_scale(all, n, rtts[n / 2]);
 	for (size_t i = 0; scale != 1.0 && i < n; i++) /* fitted in ns, like any clock */
 		all[i].guest = (uint64_t)llround((double)all[i].guest * scale);
-	fit.min_rtt = rtts[0];
 	fit.guest_resolution = guest_resolution(all, n);
-	limit = fit.min_rtt * RTT_KEEP_FACTOR + RTT_SLACK_NS;
 	if (fit.guest_resolution) {
 		limit = MAX(limit, fit.guest_resolution / 4);
 		lim.drift = lim.slope_dev = COARSE_DRIFT;
@@ -297,7 +435,7 @@ int clockfit_fit(const struct clock_sample *samples, size_t n, struct clock_fit 
 		fit.fitted_until = MAX(fit.fitted_until, kept[i].host_send);
 	lim.tol = MAX((double)STEP_MIN_NS, 4.0 * (double)fit.median_rtt);
 	lim.tol = MAX(lim.tol, 2.0 * (double)fit.guest_resolution);
-	fit_segments(&fit, kept, nk, &lim);
+	fit_segments(&fit, kept, nk, &lim, all, n);
 	fit.error_bound = error_bound(&fit, all, n, limit); /* in the scaled domain: scale 0 = none yet */
 	if (fit.guest_resolution >= COARSE_IDLE_MIN_NS) /* a tick-counting clock, stale after idle */
 		fit.error_bound = fit.error_bound > UINT64_MAX - COARSE_IDLE_TICKS * fit.guest_resolution
@@ -387,6 +525,8 @@ int clockfit_write_ini(FILE *f, const char *method, const struct clock_fit *fit)
 		fit->error_bound, fit->guest_resolution);
 	if (fit->guest_scale > 0 && fit->guest_scale != 1.0)
 		fprintf(f, "guest_scale=%.17g\n", fit->guest_scale);
+	if (fit->step_window_ns)
+		fprintf(f, "step_window_ns=%" PRIu64 "\nstep_max_ns=%" PRIu64 "\n", fit->step_window_ns, fit->step_max_ns);
 	for (unsigned i = 0; i < fit->nseg; i++)
 		fprintf(f, "seg%u.guest_start=%" PRIu64 "\nseg%u.slope=%.12f\nseg%u.offset_ns=%" PRId64 "\n",
 			i, fit->seg[i].guest_start, i, fit->seg[i].slope, i, fit->seg[i].offset);

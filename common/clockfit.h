@@ -38,6 +38,10 @@ struct clock_fit {
 	uint64_t error_bound;      /* ns: max over used samples of |fit - midpoint| + rtt/2 */
 	uint64_t fitted_until;     /* host_send of the newest sample used: a guest time after it is
 				    * extrapolated, bound only by the slower probes' wide brackets */
+	/* A step placed between two samples (place_step): a guest time in between may be on the
+	 * wrong side of it. The widest such window (guest ns) and the largest such step (host ns):
+	 * the error bound holds outside the windows, within them the step is the bound. */
+	uint64_t step_window_ns, step_max_ns;
 	double guest_scale;        /* guest units → ns before the segments: 1 for a ns clock, ~1/GHz
 				    * for x86-tsc (measured from the samples); segments are in scaled units */
 };

@@ -276,7 +276,9 @@ static void daemon_agent_msg(void *userdata, const struct vt_msg *m)
 
 	daemon_agent_msg_phase(d, m);
 	/* Probe bursts advance here so that a reply to the last one moves on at once. */
-	if (d->ph == PH_TRACING && d->snap_probes_left && !d->probe_pending) {
+	if (daemon_migration_probe_reply(d))
+		;
+	else if (d->ph == PH_TRACING && d->snap_probes_left && !d->probe_pending) {
 		if (--d->snap_probes_left > 0)
 			daemon_probe_send(d, false);
 		else

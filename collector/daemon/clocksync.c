@@ -203,6 +203,19 @@ int clocksync_kvm_begin(struct clocksync *c, const char *dir, const char *debugf
 	return r;
 }
 
+int clocksync_kvm_follow(struct clocksync *c, const char *debugfs, pid_t qemu_pid)
+{
+	char dir[sizeof(c->kvm_dir)];
+	int r;
+
+	if (!c->kvm_on)
+		return 0;
+	if ((r = kvmclock_find(debugfs, qemu_pid, dir, sizeof(dir))) < 0)
+		return r;
+	memcpy(c->kvm_dir, dir, sizeof(dir));
+	return clocksync_kvm_reading(c);
+}
+
 bool clocksync_kvm_monotonic(const struct clocksync *c)
 {
 	return !(c->kvm_on && c->time_conv);
@@ -350,5 +363,9 @@ void clocksync_describe(const struct clocksync *c, const char *method, char *buf
 			 c->nsamples, c->fit.samples_used, c->error_bound, c->fit.min_rtt, c->fit.median_rtt, c->nholdout);
 	else
 		snprintf(buf, size, "%s, %u probe samples, no fit", method, c->nsamples);
+	if (!strcmp(method, "ptp") && c->fitted && c->fit.step_window_ns && strlen(buf) < size)
+		snprintf(buf + strlen(buf), size - strlen(buf), "; the guest's clock stepped by up to %.3f ms (it stood still "
+			 "over a live migration's blackout): within %.3f ms of guest time around a step the side is unknown, "
+			 "and the error there is the step", (double)c->fit.step_max_ns / 1e6, (double)c->fit.step_window_ns / 1e6);
 	clocksync_describe_phc(c, buf, size);
 }

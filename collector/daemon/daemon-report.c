@@ -214,6 +214,15 @@ static void daemon_report_brief_gaps(const struct daemon *d, struct brief *b, FI
 			summary_list_str(&cut));
 }
 
+/* The live migrations the session followed, one line each. */
+static void daemon_report_migrations(const struct daemon *d, FILE *f)
+{
+	for (unsigned i = 0; i < d->s.nmig; i++)
+		fprintf(f, "migrated: %.1f s in, QEMU %d -> %d (a live migration on this host: the session followed "
+			   "the guest to the new QEMU)\n", (double)(d->s.mig[i].mono_ns - d->s.started_mono_ns) / 1e9,
+			(int)d->s.mig[i].from, (int)d->s.mig[i].to);
+}
+
 /* The short summary, a dozen lines whatever the number of CPUs: counts, and each kind of
  * problem on one line naming the CPUs (the first few, then how many more). */
 static void daemon_report_brief(const struct daemon *d, FILE *f)
@@ -238,6 +247,7 @@ static void daemon_report_brief(const struct daemon *d, FILE *f)
 		(double)(reason_ns - d->s.started_mono_ns) / 1e9, ended, b.traced, d->s.ncpus,
 		(unsigned long long)b.pages, (double)b.pages * d->s.page_size / 1048576.0, buf,
 		d->clk.written ? " (clock.ini)" : d->clk.fitted || !strcmp(d->s.clock_method, "kvm") ? " (clock.ini NOT written)" : "");
+	daemon_report_migrations(d, f);
 	daemon_report_brief_losses(d, &b, f);
 	daemon_report_brief_gaps(d, &b, f);
 	if (d->perf)
@@ -257,6 +267,7 @@ static void daemon_report_full(const struct daemon *d, FILE *f)
 	fprintf(f, "session: %s\nstopped: %s\nelapsed: %.1f s\nclock: %s%s\n",
 		d->s.dir, d->s.stop_reason, (double)(d->s.stopped_mono_ns - d->s.started_mono_ns) / 1e9, buf,
 		d->clk.written ? " (clock.ini)" : d->clk.fitted || !strcmp(d->s.clock_method, "kvm") ? " (clock.ini NOT written)" : "");
+	daemon_report_migrations(d, f);
 	for (unsigned i = 0; i < d->s.ncpus; i++) {
 		const struct vt_cpu_stats *g;
 
@@ -335,6 +346,7 @@ void daemon_status(struct daemon *d, char *buf, size_t size)
 	clocksync_describe(&d->clk, d->s.clock_method, clock, sizeof(clock));
 	fprintf(f, "elapsed: %.1f s\nclock: %s\n",
 		(double)((d->ph == PH_STOPPED ? d->s.stopped_mono_ns : now) - d->s.started_mono_ns) / 1e9, clock);
+	daemon_report_migrations(d, f);
 	fprintf(f, "%-6s %10s %12s %8s %12s %13s %10s\n", "cpu", "pages", "bytes", "MB/s", "ring-missed",
 		"missed-events", "transport");
 	for (unsigned i = 0; i < d->s.ncpus; i++) {

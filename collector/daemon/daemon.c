@@ -44,7 +44,7 @@ static int daemon_events(struct daemon *d)
 	if (!d->tick || event_add(d->tick, &tv) < 0)
 		return -ENOMEM;
 	d->deferred = event_new(d->base, -1, 0, daemon_deferred, d);
-	if (!d->deferred)
+	if (!d->deferred || daemon_migration_arm(d) < 0)
 		return -ENOMEM;
 	return daemon_disk_arm(d);
 }
@@ -150,6 +150,7 @@ static void daemon_free(struct daemon *d)
 		event_free(d->deferred);
 	if (d->disk_watch)
 		event_free(d->disk_watch);
+	daemon_migration_free(d);
 	for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++) {
 		spool_free(d->spools[k]);
 		port_close(&d->data[k]);
@@ -223,6 +224,7 @@ int daemon_run(const struct start_opts *o, int lock_fd, int notify_fd)
 	for (unsigned k = 0; k < ARRAY_SIZE(d->data); k++)
 		d->data[k].rfd = d->data[k].wfd = -1;
 	d->ctl.rfd = d->ctl.wfd = -1;
+	d->mg.inotify_fd = -1;
 	signal(SIGPIPE, SIG_IGN);
 	r = daemon_setup(d);
 	if (r < 0) {

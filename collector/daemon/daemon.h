@@ -111,6 +111,19 @@ struct daemon {
 		struct agent_progress at;  /* the agent's furthest report (step 0: none yet) */
 		uint64_t reports, repeats; /* PROGRESS frames; those that moved nothing */
 	} sw;
+	/* migrate.c: a live migration on this host (docs/migration.md) */
+	struct daemon_migration {
+		int inotify_fd;          /* IN_OPEN on agent-ctl-path's FIFO: a second QEMU opening it */
+		struct event *opened;
+		struct event *dense;     /* probes every MIGRATION_DENSE_MS while dest waits (ptp) */
+		uint64_t dense_since_ns, dense_sent_ns;
+		pid_t dest;              /* a second process holding the ports (a destination?), 0 none */
+		uint64_t scanned_ns;     /* the last /proc scan for it */
+		unsigned probes_left;    /* the probe burst on each side of a migration (ptp) */
+		uint64_t burst_ns;       /* when it began */
+		pid_t exe_of;            /* the QEMU whose binary exe is */
+		char exe[256];           /* its /proc/PID/exe, read while it ran ("" unknown) */
+	} mg;
 };
 
 #define PROBES_PER_BURST 32 /* at start, stop and snapshot: the min-RTT filter needs a few fast ones */
@@ -188,6 +201,20 @@ void daemon_perf_stop(struct daemon *d);
 void daemon_binaries(struct daemon *d);
 /* The fetch ended (status and why: cut or refused; NULL: finished): finalize. */
 void daemon_binaries_end(struct daemon *d, const char *status, const char *why);
+
+/* ---- migrate.c ---- */
+/* Watches agent-ctl-path's FIFO for a second QEMU opening it (FIFO transport; 0 otherwise). */
+int daemon_migration_arm(struct daemon *d);
+void daemon_migration_free(struct daemon *d);
+/* QEMU pid is running: its binary is noted (a destination must run the same). */
+void daemon_migration_seen(struct daemon *d, pid_t pid);
+/* QEMU pid `gone` exited: when another process holds the VM's ports, the guest migrated there;
+ * the session follows it (true). False: QEMU gone. */
+bool daemon_migration_follow(struct daemon *d, pid_t gone);
+/* Each tick: a destination that exited (a failed or cancelled migration) is forgotten. */
+void daemon_migration_tick(struct daemon *d);
+/* A probe reply during a migration's burst: the next probe sent; true when it was the burst's. */
+bool daemon_migration_probe_reply(struct daemon *d);
 
 /* ---- tick.c ---- */
 void daemon_tick(evutil_socket_t fd, short what, void *arg);

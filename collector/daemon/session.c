@@ -138,7 +138,15 @@ int session_write(const struct session_info *s)
 	ini_u64(f, "session_id", s->session_id);
 	ini_u64(f, "ncpus", s->ncpus);
 	ini_u64(f, "page_size", s->page_size);
-	ini_u64(f, "qemu_pid", (uint64_t)s->qemu_pid);
+	/* the guest's machine is the first QEMU's pid; each migration names the next one */
+	ini_u64(f, "qemu_pid", (uint64_t)(s->nmig ? s->mig[0].from : s->qemu_pid));
+	if (s->nmig) {
+		ini_u64(f, "qemu_pid_now", (uint64_t)s->qemu_pid);
+		ini_u64(f, "migrations", s->nmig);
+		for (unsigned i = 0; i < s->nmig; i++)
+			fprintf(f, "migration_%u=%llu %d %d\n", i, (unsigned long long)s->mig[i].mono_ns,
+				(int)s->mig[i].from, (int)s->mig[i].to);
+	}
 	ini_str(f, "guest_clock", s->guest_clock);
 	ini_str(f, "guest_clock_res", s->guest_clock_res);
 	ini_str(f, "clock_method", s->clock_method);
@@ -174,6 +182,15 @@ int session_write(const struct session_info *s)
 		return -ENOMEM;
 	r = ini_replace(s->dir, text, len);
 	return r;
+}
+
+int session_migrated(struct session_info *s, uint64_t mono_ns, pid_t to)
+{
+	if (s->nmig >= SESSION_MAX_MIGRATIONS)
+		return -ENOSPC;
+	s->mig[s->nmig++] = (struct session_migration){ mono_ns, s->qemu_pid, to };
+	s->qemu_pid = to;
+	return session_write(s);
 }
 
 int session_set_state(struct session_info *s, const char *state)

@@ -9,12 +9,22 @@
 struct start_opts;
 
 /* session.c: session dir and its session.ini. */
+/* A live migration the session followed: the guest left QEMU pid `from` for pid `to`, seen at
+ * mono_ns (CLOCK_MONOTONIC: the source's exit while `to` held the VM's ports). */
+struct session_migration {
+	uint64_t mono_ns;
+	pid_t from, to;
+};
+#define SESSION_MAX_MIGRATIONS 16
+
 struct session_info {
 	char dir[PATH_MAX];
 	char vm[64];
 	uint64_t session_id;
 	uint32_t ncpus, page_size;
-	pid_t qemu_pid;
+	pid_t qemu_pid; /* the QEMU serving the guest now (after a migration: the destination) */
+	struct session_migration mig[SESSION_MAX_MIGRATIONS];
+	unsigned nmig;
 	char guest_clock[32];
 	char guest_clock_res[256]; /* the agent's measured clock steps (hello) */
 	char clock_method[8];
@@ -34,6 +44,9 @@ struct session_info {
 };
 int session_create(const char *vm_dir, struct session_info *s);
 int session_write(const struct session_info *s);
+/* Records a migration from s->qemu_pid to `to` (at most SESSION_MAX_MIGRATIONS: -ENOSPC) and
+ * makes `to` the session's QEMU; session.ini rewritten. */
+int session_migrated(struct session_info *s, uint64_t mono_ns, pid_t to);
 int session_set_state(struct session_info *s, const char *state);
 /* Deletes the session's reserve file (made at creation) when the disk is full. */
 void session_release_reserve(const struct session_info *s);

@@ -176,6 +176,8 @@ static void daemon_tick_phase(struct daemon *d, uint64_t now)
 			daemon_stop_begin(d, "agent silent (no answer to heartbeat probes)");
 		else if (d->snap_client)
 			daemon_snapshot_tick(d, now);
+		else if (d->mg.probes_left)
+			; /* a migration's burst: its replies send the next */
 		else if (now >= d->next_probe_ns)
 			daemon_tick_probe(d, now);
 		live_tick(d, now);
@@ -251,8 +253,11 @@ static void daemon_watch_qemu(struct daemon *d)
 		return;
 	if (kill(pid, 0) == 0 || errno != ESRCH) {
 		d->qemu_seen = true;
+		daemon_migration_seen(d, pid);
 		return;
 	}
+	if (d->qemu_seen && daemon_migration_follow(d, pid))
+		return;
 	d->qemu_exited = true;
 	snprintf(d->stop_why, sizeof(d->stop_why), "QEMU gone (pid %d exited)", (int)pid);
 	log_warn("QEMU (pid %d) exited: the guest cannot send anything more", (int)pid);
@@ -269,6 +274,12 @@ void daemon_tick(evutil_socket_t fd, short what, void *arg)
 		daemon_start_watch(d, now);
 	daemon_tick_deadline(d, now);
 	daemon_disk_tick(d);
+	/* QEMU's exit at once (a kill(0) a tick): after a migration the guest runs on the destination
+	 * and its first times map to the source's clock line until the session follows it */
+	if (d->started_ok && !d->qemu_exited) {
+		daemon_watch_qemu(d);
+		daemon_migration_tick(d);
+	}
 	if (now >= d->next_rate_ns) {
 		for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++)
 			if (d->spools[k])

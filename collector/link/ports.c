@@ -163,7 +163,8 @@ uint64_t port_drain(struct port *p)
 	return total;
 }
 
-static pid_t fifo_holder(const struct port *p)
+/* The first process holding p's FIFO other than us and `except` (0: none). */
+static pid_t fifo_holder(const struct port *p, pid_t except)
 {
 	char path[PATH_MAX], link[64], fdpath[64 + 258];
 	struct stat want, st;
@@ -176,7 +177,7 @@ static pid_t fifo_holder(const struct port *p)
 	while (!found && (de = readdir(proc))) {
 		pid_t pid = (pid_t)atoi(de->d_name);
 
-		if (pid <= 0 || pid == self)
+		if (pid <= 0 || pid == self || pid == except)
 			continue;
 		snprintf(link, sizeof(link), "/proc/%d/fd", pid);
 		if (!(fds = opendir(link)))
@@ -200,10 +201,15 @@ pid_t port_peer_pid(const struct port *p)
 	socklen_t len = sizeof(cred);
 
 	if (p->kind == PORT_FIFO)
-		return fifo_holder(p);
+		return fifo_holder(p, 0);
 	if (p->rfd >= 0 && getsockopt(p->rfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
 		return cred.pid;
 	return 0;
+}
+
+pid_t port_other_holder(const struct port *p, pid_t except)
+{
+	return p->kind == PORT_FIFO ? fifo_holder(p, except) : 0;
 }
 
 /* Why a socket port was refused (a link, or not QEMU's), in buf: true; false for other errors. */

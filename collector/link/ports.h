@@ -23,6 +23,9 @@ int port_open(struct port *p, bool writable);
 void port_close(struct port *p);
 uint64_t port_drain(struct port *p);
 pid_t port_peer_pid(const struct port *p);
+/* FIFOs: a process other than us and `except` that holds p's FIFO open (a second QEMU: a live
+ * migration's destination), 0 none; sockets: 0. */
+pid_t port_other_holder(const struct port *p, pid_t except);
 const char *port_path(const struct port *p, bool reading, char *buf, size_t size);
 /* Why a socket port was refused (-ELOOP: a link; -EACCES: not QEMU's), said in buf with what to
  * do: true; false for any other r. */

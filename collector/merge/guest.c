@@ -48,6 +48,27 @@ static int ini_u64(const char *text, const char *key, uint64_t max, uint64_t *re
 	return r < 0 ? r : util_parse_u64(v, max, ret);
 }
 
+/* session.ini's migration_N lines ("MONO_NS FROM_PID TO_PID", each from the one before): those
+ * that parse and chain, in order; the rest ignored (the guest's data does not depend on them). */
+static void load_migrations(struct merge_guest *g, const char *ini)
+{
+	uint64_t n = 0, prev = g->machine_pid;
+
+	(void)ini_u64(ini, "migrations", MERGE_MAX_MIGRATIONS, &n);
+	for (uint32_t i = 0; i < n; i++) {
+		char key[32], v[96], tail;
+		unsigned long long mono;
+		unsigned from, to;
+
+		snprintf(key, sizeof(key), "migration_%u", i);
+		if (ini_get(ini, key, v, sizeof(v)) < 0 || sscanf(v, "%llu %u %u%c", &mono, &from, &to, &tail) != 3 ||
+		    from != prev || !to || to > INT32_MAX || to == from)
+			break;
+		g->mig[g->nmig++] = (struct merge_migration){ mono, from, to };
+		prev = to;
+	}
+}
+
 static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t whylen)
 {
 	_cleanup_free_ char *ini = NULL;
@@ -74,6 +95,8 @@ static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t wh
 	g->page_size = (uint32_t)ps;
 	g->machine_pid = pid ? pid : MACHINE_PID_STAND_IN;
 	g->machine_pid_stand_in = pid == 0;
+	if (pid)
+		load_migrations(g, ini);
 	g->session_read = true;
 	if (ini_get(ini, "vm", g->vm_name, sizeof(g->vm_name)) < 0)
 		g->vm_name[0] = '\0';

@@ -142,6 +142,8 @@ struct guest_cpu {
 	uint64_t events;
 };
 
+#define MERGE_MAX_MIGRATIONS 16 /* as the daemon records at most */
+
 struct merge_guest {
 	bool present;
 	bool scan_only;       /* set before merge_guest_load: records only (the daemon's binaries
@@ -166,6 +168,13 @@ struct merge_guest {
 	uint32_t ncpus, page_size;
 	uint64_t session_id, machine_pid;
 	bool machine_pid_stand_in;
+	/* live migrations on this host the session followed (session.ini migration_N): the QEMU
+	 * pid the guest moved to at each, by time; their vCPU threads are the guest's too */
+	struct merge_migration {
+		uint64_t mono_ns;
+		uint32_t from, to;
+	} mig[MERGE_MAX_MIGRATIONS];
+	uint32_t nmig;
 	struct ftrace_page_layout layout;
 	char *header_page, *header_event;
 	size_t hp_len, he_len;
@@ -291,7 +300,7 @@ struct merge_vcpu {
 	int32_t *cpu;              /* vCPU → host CPU it is (or was last) on, -1 unknown */
 	uint64_t *first_ts;        /* pre-pass: time of its first host sched_switch */
 	struct vcpu_tid *by_tid;   /* sorted by tid */
-	size_t n_tids;
+	size_t n_tids, cap_tids;
 	uint32_t named;            /* vCPUs with a named thread */
 	int sw_attr;               /* host attr of sched:sched_switch, -1 */
 	uint32_t prev_pid_off, next_pid_off;

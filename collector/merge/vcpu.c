@@ -139,8 +139,20 @@ static long vcpu_of_name(const char *s, size_t len)
 static long vcpu_of_tid(const struct merge_vcpu *v, int32_t tid);
 static int cmp_tid(const void *a, const void *b);
 
-/* A COMM of a vCPU thread of qemu_pid: records its tid (kept sorted for the switch lookups). */
-static void learn_comm(struct merge_vcpu *v, uint32_t qemu_pid, const struct perf_event_header *e)
+/* Whether pid is the guest's QEMU: the first one, or one it migrated to. */
+static bool guest_qemu_pid(const struct merge_guest *g, uint32_t pid)
+{
+	if (pid == g->machine_pid)
+		return true;
+	for (uint32_t i = 0; i < g->nmig; i++)
+		if (g->mig[i].to == pid)
+			return true;
+	return false;
+}
+
+/* A COMM of a vCPU thread of the guest's QEMU (any of them, after migrations): records its tid
+ * (kept sorted for the switch lookups); the latest names the vCPU's thread. */
+static void learn_comm(struct merge_vcpu *v, const struct merge_guest *g, const struct perf_event_header *e)
 {
 	const uint8_t *p = (const uint8_t *)e;
 	uint32_t pt[2];
@@ -150,13 +162,13 @@ static void learn_comm(struct merge_vcpu *v, uint32_t qemu_pid, const struct per
 		return;
 	memcpy(pt, p + 8, 8);
 	n = vcpu_of_name((const char *)p + 16, strnlen((const char *)p + 16, e->size - 16u));
-	if (pt[0] != qemu_pid || n < 0 || (uint32_t)n >= v->n || (int32_t)pt[1] <= 0 ||
+	if (!guest_qemu_pid(g, pt[0]) || n < 0 || (uint32_t)n >= v->n || (int32_t)pt[1] <= 0 ||
 	    vcpu_of_tid(v, (int32_t)pt[1]) >= 0)
 		return;
 	if (v->tid[n] < 0)
 		v->named++;
 	v->tid[n] = (int32_t)pt[1];
-	if (v->n_tids < 2 * (size_t)v->n) {
+	if (v->n_tids < v->cap_tids) {
 		v->by_tid[v->n_tids++] = (struct vcpu_tid){ (int32_t)pt[1], (uint32_t)n };
 		qsort(v->by_tid, v->n_tids, sizeof(*v->by_tid), cmp_tid);
 	}
@@ -205,7 +217,7 @@ static void first_switch(struct merge_vcpu *v, uint32_t vcpu, const struct sw_sa
 }
 
 /* The pre-pass: thread names from COMM records, then each vCPU's first switch. */
-static void prescan(struct merge_vcpu *v, const struct merge_host *h, uint32_t qemu_pid, int host_fd)
+static void prescan(struct merge_vcpu *v, const struct merge_host *h, const struct merge_guest *g, int host_fd)
 {
 	const struct perf_attr_ids *a = perf_reader_attr(h->r, (size_t)v->sw_attr);
 	const struct perf_event_header *e;
@@ -234,7 +246,7 @@ static void prescan(struct merge_vcpu *v, const struct merge_host *h, uint32_t q
 		struct sw_sample s;
 
 		if (e->type == PERF_RECORD_COMM)
-			learn_comm(v, qemu_pid, e);
+			learn_comm(v, g, e);
 		else if (v->n_tids && is_switch(a, e) && sample_fields(&a->attr, e, &s) == 0)
 			switch_vcpus(v, &s, first_switch);
 	}
@@ -251,7 +263,8 @@ int merge_vcpu_init(struct merge_vcpu *v, const struct merge_guest *g, const str
 	v->tid = malloc(v->n * sizeof(*v->tid));
 	v->cpu = malloc(v->n * sizeof(*v->cpu));
 	v->first_ts = malloc(v->n * sizeof(*v->first_ts));
-	v->by_tid = calloc(2 * (size_t)v->n, sizeof(*v->by_tid));
+	v->cap_tids = 2 * (size_t)v->n * (1 + g->nmig); /* a rename each, per QEMU */
+	v->by_tid = calloc(v->cap_tids, sizeof(*v->by_tid));
 	if (!v->tid || !v->cpu || !v->first_ts || !v->by_tid)
 		return -ENOMEM;
 	memset(v->tid, 0xff, v->n * sizeof(*v->tid));
@@ -267,7 +280,7 @@ int merge_vcpu_init(struct merge_vcpu *v, const struct merge_guest *g, const str
 	}
 	if (!switch_attr(v, h, td))
 		return 0;
-	prescan(v, h, (uint32_t)g->machine_pid, host_fd);
+	prescan(v, h, g, host_fd);
 	if (!v->named)
 		snprintf(v->why, sizeof(v->why), "no \"CPU n/KVM\" threads of QEMU pid %u in the host recording "
 			 "(start QEMU with -name debug-threads=on; single-threaded TCG, -accel tcg,thread=single, has "

@@ -5,6 +5,8 @@
 #   flood N B      /bin/workload -n N -b B -s 0 -f: N lines as fast as it can, B per CPU in turn,
 #                  SCHED_FIFO (the agent's pump on that CPU waits: the ring overruns)
 #   slow N US      N lines tagged "slow", US microseconds apart (the quiet spell before a burst)
+#   paced N US    N numbered lines (as run's), US microseconds apart, no switches (a migration's
+#                  workload: it spans the migration)
 #   burst N B      like flood, lines tagged "burst"
 #   spin MS [f]    a task "vt-spin" per CPU spins MS ms between "vt-e2e spin begin/end cpu C"
 #                  markers (f: at SCHED_FIFO, starving the agent on that CPU)
@@ -33,6 +35,10 @@ while read -t 600 cmd arg; do # 600 s without a command: the host is gone (a flo
 		set -- $arg
 		/bin/workload -n "$1" -d "$2" -t slow -s 0 >/dev/null
 		say "slow done $1 status $?" ;;
+	paced)
+		set -- $arg
+		/bin/workload -n "$1" -d "$2" -s 0 >/dev/null
+		say "paced done $1 status $?" ;;
 	burst)
 		set -- $arg
 		/bin/workload -n "$1" -b "$2" -t burst -s 0 -f >/dev/null
