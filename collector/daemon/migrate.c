@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "kvmclock.h"
 #include "log.h"
 #include "ports.h"
 #include "util.h"
@@ -54,6 +55,46 @@ static void migration_burst(struct daemon *d)
 		daemon_probe_send(d, false);
 }
 
+/* kvm clock: the destination's TSC offsets as they are before it loads the guest's (its own
+ * vCPUs' TSCs); their change is the load, after which the guest runs on them. */
+static void migration_kvm_baseline(struct daemon *d)
+{
+	struct kvmclock_vm *vm;
+
+	d->mg.kvm_base_ok = false;
+	if (!d->clk.kvm_on || !(vm = calloc(1, sizeof(*vm))))
+		return;
+	if (kvmclock_find(d->o->kvm_debugfs, d->mg.dest, vm->dir, sizeof(vm->dir)) == 0 && kvmclock_read(vm->dir, vm) == 0 &&
+	    vm->nvcpus) {
+		d->mg.kvm_base = vm->vcpu[0];
+		d->mg.kvm_base_ok = true;
+	}
+	free(vm);
+}
+
+/* Each tick while a destination waits (kvm clock): once its offsets changed, the guest's TSC is
+ * loaded there and the source is stopped for good: the readings follow the destination now,
+ * the first of them within a tick of the switch. */
+static void migration_kvm_watch(struct daemon *d)
+{
+	struct kvmclock_vm *vm;
+	int r;
+
+	if (!d->mg.kvm_base_ok || d->mg.kvm_switched || !(vm = calloc(1, sizeof(*vm))))
+		return;
+	if (kvmclock_find(d->o->kvm_debugfs, d->mg.dest, vm->dir, sizeof(vm->dir)) == 0 && kvmclock_read(vm->dir, vm) == 0 &&
+	    vm->nvcpus && !tsc_kvm_equal(&vm->vcpu[0], &d->mg.kvm_base)) {
+		if ((r = clocksync_kvm_follow(&d->clk, d->o->kvm_debugfs, d->mg.dest)) < 0)
+			log_warn("kvm clock: the destination's (pid %d) TSC offsets changed but cannot be read: %s",
+				 (int)d->mg.dest, strerror(-r));
+		else
+			log_info("kvm clock: the destination (pid %d) loaded the guest's TSC: its offsets from now on",
+				 (int)d->mg.dest);
+		d->mg.kvm_switched = r == 0;
+	}
+	free(vm);
+}
+
 /* A second QEMU holding the VM's ports: a migration's destination, most likely. */
 static void migration_look(struct daemon *d)
 {
@@ -69,6 +110,7 @@ static void migration_look(struct daemon *d)
 	log_info("pid %d opened the VM's ports beside QEMU (pid %d): a live migration's destination? "
 		 "clock probes every %d ms while it waits", (int)pid, (int)d->s.qemu_pid, MIGRATION_DENSE_MS);
 	migration_burst(d);
+	migration_kvm_baseline(d);
 	if (!strcmp(d->s.clock_method, "ptp")) {
 		struct timeval tv = { 0, MIGRATION_DENSE_MS * 1000 };
 
@@ -169,10 +211,12 @@ bool daemon_migration_follow(struct daemon *d, pid_t gone)
 		log_warn("session.ini: cannot record the migration (%s)", strerror(-r));
 	log_info("QEMU (pid %d) exited while pid %d holds the VM's ports: the guest migrated to it %.1f s into "
 		 "the session; following it", (int)gone, (int)next, (double)(now - d->s.started_mono_ns) / 1e9);
-	if (!strcmp(d->s.clock_method, "kvm") && (r = clocksync_kvm_follow(&d->clk, d->o->kvm_debugfs, next)) < 0)
+	if (!strcmp(d->s.clock_method, "kvm") && !(d->mg.kvm_switched && next == d->mg.dest) &&
+	    (r = clocksync_kvm_follow(&d->clk, d->o->kvm_debugfs, next)) < 0)
 		log_warn("kvm clock: the destination QEMU's TSC offsets cannot be read (%s): the guest's times "
 			 "after the migration keep the source's offsets", strerror(-r));
 	d->mg.dest = 0;
+	d->mg.kvm_switched = d->mg.kvm_base_ok = false;
 	daemon_migration_seen(d, next);
 	migration_burst(d);
 	return true;
@@ -187,7 +231,12 @@ void daemon_migration_tick(struct daemon *d)
 		log_info("pid %d, which held the VM's ports beside QEMU (pid %d), exited: no migration (it failed "
 			 "or was cancelled), the session stays with pid %d", (int)d->mg.dest, (int)d->s.qemu_pid,
 			 (int)d->s.qemu_pid);
+		if (d->mg.kvm_switched && clocksync_kvm_follow(&d->clk, d->o->kvm_debugfs, d->s.qemu_pid) < 0)
+			log_warn("kvm clock: the source's TSC offsets cannot be read again");
 		d->mg.dest = 0;
+		d->mg.kvm_switched = d->mg.kvm_base_ok = false;
+	} else if (d->mg.dest > 0) {
+		migration_kvm_watch(d);
 	}
 }
 

@@ -79,6 +79,7 @@ sum=$(e2e_stop -v -o "$out" 2>&1); rc=$?
 echo "$sum"
 check "stop exits 0" test $rc -eq 0
 check_out "summary: the migration, both QEMU pids" "migrated: .*QEMU $src_q -> $dst_q" echo "$sum"
+check_out "summary: the blackout the guest lived" '^blackout: the guest stood still [0-9.]+ ms' echo "$sum"
 check "all $n markers present once, in order" e2e_markers "$out" "$n"
 check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
 # The guest's clock stood still over the blackout: the fit's step is the blackout as the guest
