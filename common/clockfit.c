@@ -275,7 +275,7 @@ static void fit_segments(struct clock_fit *fit, struct clock_sample *kept, size_
  * From anchors, the fastest probe of each cluster (probes within ANCHOR_GAP_NS of host time of
  * the cluster's first: a burst; probes taken every few ms make one every ANCHOR_GAP_NS). Neighbouring anchors at least SCALE_MIN_SPAN_NS apart give a rate each; their
  * median, weighted by span over bracket width, is a rough rate that a step between two anchors
- * cannot move (a VM paused over a live migration: its clock stood still while the host's ran).
+ * cannot move (a VM's clock falling behind the host's across a live migration).
  * The rate is then measured end to end over the longest run of pairs that agree with it (no
  * step inside): precise like the whole span when nothing stepped. */
 struct pair {

@@ -465,7 +465,7 @@ TEST(live_horizon_holds_the_bound)
 }
 
 /* A live migration's blackout (tests/fixtures/clock-migration, real probes): the guest's x86-tsc
- * stood still ~23 ms while the host's clock ran. The rate is measured beside the step, two
+ * fell ~23 ms behind the host's across the switch. The rate is measured beside the step, two
  * segments meet at it, the bound stays sub-ms, and every hold-out marker lies within it, but
  * those in the step's stated window, which may be off by the step. */
 TEST(migration_step_in_a_cycle_clock)

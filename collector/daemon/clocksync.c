@@ -364,8 +364,8 @@ void clocksync_describe(const struct clocksync *c, const char *method, char *buf
 	else
 		snprintf(buf, size, "%s, %u probe samples, no fit", method, c->nsamples);
 	if (!strcmp(method, "ptp") && c->fitted && c->fit.step_window_ns && strlen(buf) < size)
-		snprintf(buf + strlen(buf), size - strlen(buf), "; the guest's clock stepped by up to %.3f ms (it stood still "
-			 "over a live migration's blackout): within %.3f ms of guest time around a step the side is unknown, "
+		snprintf(buf + strlen(buf), size - strlen(buf), "; the guest's clock stepped by up to %.3f ms (it fell behind "
+			 "the host's across a live migration): within %.3f ms of guest time around a step the side is unknown, "
 			 "and the error there is the step", (double)c->fit.step_max_ns / 1e6, (double)c->fit.step_window_ns / 1e6);
 	clocksync_describe_phc(c, buf, size);
 }

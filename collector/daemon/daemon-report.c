@@ -221,11 +221,12 @@ static void daemon_report_migrations(const struct daemon *d, FILE *f)
 		fprintf(f, "migrated: %.1f s in, QEMU %d -> %d (a live migration on this host: the session followed "
 			   "the guest to the new QEMU)\n", (double)(d->s.mig[i].mono_ns - d->s.started_mono_ns) / 1e9,
 			(int)d->s.mig[i].from, (int)d->s.mig[i].to);
-	/* the guest's clock stood still over the blackout: the fit's step is its length as the guest
-	 * lived it (QEMU's own "downtime" leaves out the destination's final load and start) */
+	/* the guest's clock fell behind the host's across the migration: the fit's step (more than
+	 * QEMU's own "downtime" and than the gap between the two QEMUs' vCPU threads on the host:
+	 * docs/migration.md) */
 	if (d->s.nmig && d->clk.fitted && d->clk.fit.step_max_ns)
-		fprintf(f, "blackout: the guest stood still %.1f ms (its clock's step%s)\n", (double)d->clk.fit.step_max_ns / 1e6,
-			d->s.nmig > 1 ? ", the longest of the migrations'" : "");
+		fprintf(f, "blackout: the guest's clock fell %.1f ms behind the host's across %s (the clock fit's step)\n",
+			(double)d->clk.fit.step_max_ns / 1e6, d->s.nmig > 1 ? "the worst migration" : "it");
 }
 
 /* The short summary, a dozen lines whatever the number of CPUs: counts, and each kind of

@@ -7,8 +7,9 @@
 # vCPU threads carry the guest samples after it; the guest's clock step over the blackout is
 # QEMU's downtime, and hold-out markers on both sides lie within the stated bound.
 # cancel: the migration is cancelled 300 ms in (the destination QEMU exits): the session
-# carries on with the source, no migration recorded.
-#   test-migrate.sh [pipe] [migrate|cancel] [N] [US]
+# carries on with the source, no migration recorded. flood: the guest floods its ring through
+# the migration: every page it sent arrives, its lines once each and in order.
+#   test-migrate.sh [pipe] [migrate|cancel|flood] [N] [US]
 . "$(dirname "$0")/lib.sh"
 
 transport=${1:-pipe} mode=${2:-migrate} n=${3:-3000} us=${4:-5000}
@@ -30,7 +31,12 @@ SRC_BOOT=$BOOT_PID
 src_q=$(e2e_qemu_pid)
 check_out "start" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512 --probe-interval 0.25 --holdout-probes
 sess=$(e2e_session)
-check "the guest writes $n markers, $us us apart" e2e_say "paced $n $us"
+if [ "$mode" = flood ]; then
+	check "the guest floods its ring in the background" e2e_say bgflood
+	check "the flood runs" e2e_wait '^vt-e2e: bgflood started' 30
+else
+	check "the guest writes $n markers, $us us apart" e2e_say "paced $n $us"
+fi
 sleep 3
 "$VT_E2E_BOOT" --dir "$VM" --log "$LOG2" --script "$E2E_DIR/guest-cmd.sh" --console-in "$CIN2" \
 	--timeout 200 --qmp "$Q2" --incoming "unix:$MIG" --transport "$transport" >"$T/dst-boot.out" 2>&1 &
@@ -71,6 +77,27 @@ QMP "$Q1" quit >/dev/null
 wait "$SRC_BOOT" 2>/dev/null # boot says the source never reached "done": it left
 # From here on the guest is the destination's: its console, its boot.
 LOG=$LOG2 CIN=$CIN2 BOOT_PID=$DST_PID DST_PID=
+if [ "$mode" = flood ]; then
+	sleep 3
+	check "the flood ends on the destination" e2e_say bgstop
+	check "the flood ended" e2e_wait '^vt-e2e: bgflood stopped' 60
+	sum=$(e2e_stop -v -o "$out" 2>&1); rc=$?
+	echo "$sum"
+	check "stop exits 0" test $rc -eq 0
+	check_out "summary: the migration, both QEMU pids" "migrated: .*QEMU $src_q -> $dst_q" echo "$sum"
+	for c in 0 1; do
+		check_out "summary: cpu$c every page the guest sent arrived" "^cpu$c: ([0-9]+) pages .* spooled, guest sent \\1, 0 lost in transport" echo "$sum"
+	done
+	check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
+	bg_in_order() { # the flood's numbered lines: none twice, in time order (ring overruns may drop some)
+		"$PERF" script -i "$out" -F event,trace 2>/dev/null | sed -n 's/.*guest_ftrace:print:.*vt-e2e bg \([0-9]*\) cpu.*/\1/p' |
+			awk 'NR > 1 && $1 <= p { bad++ } { p = $1; n++ } END { printf "%d flood lines, %d out of order or twice\n", n, bad > "/dev/stderr"; exit !(n > 1000 && !bad) }'
+	}
+	check "the flood's lines once each and in order across the migration" bg_in_order
+	check "guest powers off cleanly" e2e_end
+	finish
+	exit
+fi
 check "the guest finished its markers on the destination" e2e_wait "^vt-e2e: paced done $n status 0" 120
 st=$(e2e_status 2>&1)
 echo "$st"
@@ -79,13 +106,13 @@ sum=$(e2e_stop -v -o "$out" 2>&1); rc=$?
 echo "$sum"
 check "stop exits 0" test $rc -eq 0
 check_out "summary: the migration, both QEMU pids" "migrated: .*QEMU $src_q -> $dst_q" echo "$sum"
-check_out "summary: the blackout the guest lived" '^blackout: the guest stood still [0-9.]+ ms' echo "$sum"
+check_out "summary: the blackout, the guest clock's step" "^blackout: the guest's clock fell [0-9.]+ ms behind the host's" echo "$sum"
 check "all $n markers present once, in order" e2e_markers "$out" "$n"
 check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
-# The guest's clock stood still over the blackout: the fit's step is the blackout as the guest
-# lived it. QEMU's `downtime` is shorter: from the source's stop to its last byte sent, without
-# the destination's final load and start (migration/migration.c); here the step was 1-50 ms
-# longer (5 runs). Checked: not below the downtime, and within 100 ms above it.
+# The guest's clock falls behind the host's across the migration: the fit's step. It was 1-50 ms
+# more than QEMU's `downtime` (5 runs) and, in one run looked at, 20 ms more than the gap
+# between the source's vCPU threads' last run and the destination's first on the host (3.1 ms);
+# why is open (docs/migration.md). Checked: not below the downtime, within 100 ms above it.
 step=$(sed -n 's/^step_max_ns=//p' "$sess/clock.ini")
 echo "QEMU's downtime: ${downtime:-?} ms; the guest's clock step: ${step:-?} ns"
 check "clock.ini: one step, the blackout (${step:-?} ns), from QEMU's downtime (${downtime:-?} ms) to 100 ms more" \
