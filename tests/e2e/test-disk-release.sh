@@ -10,7 +10,7 @@
 
 e2e_init disk-release
 out=$T/out.data
-MAX=$((800 << 20))
+MAX=$((400 << 20))
 
 apparent() { stat -c %s "$1"/cpu*.spool 2>/dev/null | paste -sd+ | bc; }
 on_disk() { du -sB1 "$1" | cut -f1; }
@@ -18,8 +18,8 @@ on_disk() { du -sB1 "$1" | cut -f1; }
 markers() { "$PERF" script -i "$1" -F event,trace 2>/dev/null | sed -n 's/.*guest_ftrace:print:.*vt-e2e line \([0-9]*\) cpu.*/\1/p' | tr '\n' ' '; }
 
 check "boot: guest ready, agent waiting" e2e_boot --timeout 400
-sess=$(e2e_start -e 'sched:sched_switch' --max-size 800M)
-check_out "start --max-size 800M (live merge by default)" "^$VM/sessions/" echo "$sess"
+sess=$(e2e_start -e 'sched:sched_switch' --max-size 400M)
+check_out "start --max-size 400M (live merge by default)" "^$VM/sessions/" echo "$sess"
 check "guest: 300 numbered markers before the flood" e2e_run 300
 for i in 1 2 3; do
 	check "guest: flood $i in the background" e2e_say bgflood
@@ -30,7 +30,7 @@ peak=0 tracing=yes
 for _ in $(seq 600); do
 	du=$(on_disk "$sess")
 	[ "$du" -gt "$peak" ] && peak=$du
-	[ "$(apparent "$sess")" -gt $((MAX + (200 << 20))) ] && break
+	[ "$(apparent "$sess")" -gt $((MAX + (100 << 20))) ] && break
 	grep -q '^state=tracing' "$sess/session.ini" || { tracing=no; break; }
 	sleep 0.5
 done
@@ -64,8 +64,8 @@ check "offline merge: some of the 601 markers are not in it (their pages were fr
 rm -rf "$T/offline.data" "$out"
 
 # --keep-spools: nothing freed; the bound stops the session as before.
-sess=$(e2e_start -e 'sched:sched_switch' --max-size 400M --keep-spools)
-check_out "start --max-size 400M --keep-spools" "^$VM/sessions/" echo "$sess"
+sess=$(e2e_start -e 'sched:sched_switch' --max-size 200M --keep-spools)
+check_out "start --max-size 200M --keep-spools" "^$VM/sessions/" echo "$sess"
 for i in 1 2 3; do e2e_say bgflood; e2e_wait '^vt-e2e: bgflood started' 30; done
 for _ in $(seq 600); do
 	grep -q '^state=tracing' "$sess/session.ini" || break
@@ -75,8 +75,8 @@ e2e_say bgstop
 e2e_wait '^vt-e2e: bgflood stopped' 60
 sum=$(e2e_stop -v -o "$out" 2>&1)
 check "keep-spools: stop exits 0" test $? -eq 0
-check_out "keep-spools: the bound cut the session" '^cut: --max-size 400.0 MiB \(the option\) reached' echo "$sum"
+check_out "keep-spools: the bound cut the session" '^cut: --max-size 200.0 MiB \(the option\) reached' echo "$sum"
 check "keep-spools: nothing freed" bash -c '! grep -q "of the spools freed" <<<"$1"' _ "$sum"
-check "keep-spools: the session dir within --max-size ($(on_disk "$sess") bytes)" test "$(on_disk "$sess")" -le $((400 << 20))
+check "keep-spools: the session dir within --max-size ($(on_disk "$sess") bytes)" test "$(on_disk "$sess")" -le $((200 << 20))
 check "guest powers off cleanly" e2e_end
 finish
