@@ -224,9 +224,13 @@ static void daemon_report_migrations(const struct daemon *d, FILE *f)
 	/* the guest's clock fell behind the host's across the migration: the fit's step (more than
 	 * QEMU's own "downtime" and than the gap between the two QEMUs' vCPU threads on the host:
 	 * docs/migration.md) */
-	if (d->s.nmig && d->clk.fitted && d->clk.fit.step_max_ns)
+	if (d->s.nmig && !strcmp(d->s.clock_method, "ptp") && d->clk.fitted && d->clk.fit.step_max_ns)
 		fprintf(f, "blackout: the guest's clock fell %.1f ms behind the host's across %s (the clock fit's step)\n",
 			(double)d->clk.fit.step_max_ns / 1e6, d->s.nmig > 1 ? "the worst migration" : "it");
+	else if (d->s.nmig && !strcmp(d->s.clock_method, "kvm") && d->clk.kvm_jump_cycles)
+		fprintf(f, "blackout: the guest's TSC fell %llu cycles behind the host's across %s (KVM's offsets moved "
+			   "that much: the guest's TSC is held over the switch)\n", (unsigned long long)d->clk.kvm_jump_cycles,
+			d->s.nmig > 1 ? "the worst migration" : "it");
 }
 
 /* The short summary, a dozen lines whatever the number of CPUs: counts, and each kind of

@@ -107,8 +107,12 @@ static void migration_look(struct daemon *d)
 	if ((pid = port_other_holder(&d->ctl, d->s.qemu_pid)) <= 0)
 		return;
 	d->mg.dest = pid;
-	log_info("pid %d opened the VM's ports beside QEMU (pid %d): a live migration's destination? "
-		 "clock probes every %d ms while it waits", (int)pid, (int)d->s.qemu_pid, MIGRATION_DENSE_MS);
+	if (!strcmp(d->s.clock_method, "ptp"))
+		log_info("pid %d opened the VM's ports beside QEMU (pid %d): a live migration's destination? "
+			 "clock probes every %d ms while it waits", (int)pid, (int)d->s.qemu_pid, MIGRATION_DENSE_MS);
+	else
+		log_info("pid %d opened the VM's ports beside QEMU (pid %d): a live migration's destination? "
+			 "its TSC offsets watched (kvm clock)", (int)pid, (int)d->s.qemu_pid);
 	migration_burst(d);
 	migration_kvm_baseline(d);
 	if (!strcmp(d->s.clock_method, "ptp")) {
@@ -235,6 +239,8 @@ void daemon_migration_tick(struct daemon *d)
 			log_warn("kvm clock: the source's TSC offsets cannot be read again");
 		d->mg.dest = 0;
 		d->mg.kvm_switched = d->mg.kvm_base_ok = false;
+	} else if (d->mg.dest > 0 && !d->mg.kvm_base_ok) {
+		migration_kvm_baseline(d); /* QEMU opens its chardevs before it creates the VM */
 	} else if (d->mg.dest > 0) {
 		migration_kvm_watch(d);
 	}
