@@ -5,11 +5,12 @@
  * the VM's ports (a destination QEMU starting with -incoming): a probe burst then anchors the
  * clock before the migration; when the source exits while the destination holds the ports,
  * the destination becomes the session's QEMU (session.ini migration_N, its vCPU threads, the
- * kvm clock's offsets) and a second burst anchors the clock after it: the guest's clock stood
- * still over the blackout, a step the fit splits at. */
+ * kvm clock's offsets) and a second burst anchors the clock after it: the guest's clock fell
+ * behind the host's across the switch, a step the fit splits at. */
 #include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <unistd.h>
