@@ -8,8 +8,9 @@
 # QEMU's downtime, and hold-out markers on both sides lie within the stated bound.
 # cancel: the migration is cancelled 300 ms in (the destination QEMU exits): the session
 # carries on with the source, no migration recorded. flood: the guest floods its ring through
-# the migration: every page it sent arrives, its lines once each and in order.
-#   test-migrate.sh [pipe] [migrate|cancel|flood] [N] [US]
+# the migration: every page it sent arrives, its lines once each and in order. flight: as
+# migrate, with --flight-recorder: a snapshot after the migration holds every marker.
+#   test-migrate.sh [pipe] [migrate|cancel|flood|flight] [N] [US]
 . "$(dirname "$0")/lib.sh"
 
 transport=${1:-pipe} mode=${2:-migrate} n=${3:-3000} us=${4:-5000}
@@ -30,7 +31,9 @@ within() { # SECONDS COMMAND...: COMMAND succeeds within SECONDS
 check "boot the source QEMU" e2e_boot --qmp "$Q1" --transport "$transport"
 SRC_BOOT=$BOOT_PID
 src_q=$(e2e_qemu_pid)
-check_out "start" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512 --probe-interval 0.25 --holdout-probes
+fr=()
+[ "$mode" = flight ] && fr=(--flight-recorder 64M)
+check_out "start${fr[*]:+ ${fr[*]}}" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512 --probe-interval 0.25 --holdout-probes "${fr[@]}"
 sess=$(e2e_session)
 if [ "$mode" = flood ]; then
 	check "the guest floods its ring in the background" e2e_say bgflood
@@ -103,6 +106,13 @@ check "the guest finished its markers on the destination (the workload spanned t
 st=$(e2e_status 2>&1)
 echo "$st"
 check_out "status: still tracing after the migration" '^state: +tracing' echo "$st"
+if [ "$mode" = flight ]; then
+	snap=$(tc snapshot --name "$VM_NAME" --run-dir "$RUN" -o "$T/snap.data" 2>&1); rc=$?
+	echo "$snap"
+	check "flight recorder: a snapshot after the migration exits 0" test $rc -eq 0
+	check "flight recorder: the snapshot holds all $n markers, in order, from both QEMUs" e2e_markers "$T/snap.data" "$n"
+	check "flight recorder: perf reads the snapshot without a warning" e2e_no_warnings "$T/snap.data" "$snap"
+fi
 sum=$(e2e_stop -v -o "$out" 2>&1); rc=$?
 echo "$sum"
 check "stop exits 0" test $rc -eq 0
