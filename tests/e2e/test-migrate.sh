@@ -9,8 +9,9 @@
 # cancel: the migration is cancelled 300 ms in (the destination QEMU exits): the session
 # carries on with the source, no migration recorded. flood: the guest floods its ring through
 # the migration: every page it sent arrives, its lines once each and in order. flight: as
-# migrate, with --flight-recorder: a snapshot after the migration holds every marker.
-#   test-migrate.sh [pipe] [migrate|cancel|flood|flight] [N] [US]
+# migrate, with --flight-recorder: a snapshot after the migration holds every marker. later:
+# the guest is migrated untraced, then a plain start traces it on the destination.
+#   test-migrate.sh [pipe] [migrate|cancel|flood|flight|later] [N] [US]
 . "$(dirname "$0")/lib.sh"
 
 transport=${1:-pipe} mode=${2:-migrate} n=${3:-3000} us=${4:-5000}
@@ -33,9 +34,13 @@ SRC_BOOT=$BOOT_PID
 src_q=$(e2e_qemu_pid)
 fr=()
 [ "$mode" = flight ] && fr=(--flight-recorder 64M)
-check_out "start${fr[*]:+ ${fr[*]}}" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512 --probe-interval 0.25 --holdout-probes "${fr[@]}"
-sess=$(e2e_session)
-if [ "$mode" = flood ]; then
+if [ "$mode" != later ]; then
+	check_out "start${fr[*]:+ ${fr[*]}}" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512 --probe-interval 0.25 --holdout-probes "${fr[@]}"
+	sess=$(e2e_session)
+fi
+if [ "$mode" = later ]; then
+	: # migrated untraced: traced afterwards
+elif [ "$mode" = flood ]; then
 	check "the guest floods its ring in the background" e2e_say bgflood
 	check "the flood runs" e2e_wait '^vt-e2e: bgflood started' 30
 else
@@ -83,6 +88,21 @@ QMP "$Q1" quit >/dev/null
 wait "$SRC_BOOT" 2>/dev/null # boot says the source never reached "done": it left
 # From here on the guest is the destination's: its console, its boot.
 LOG=$LOG2 CIN=$CIN2 BOOT_PID=$DST_PID DST_PID=
+if [ "$mode" = later ]; then
+	check_out "start after the migration" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512
+	sess=$(e2e_session)
+	check_out "the session's QEMU is the destination (found from the ports)" "^qemu_pid=$dst_q\$" cat "$sess/session.ini"
+	check "guest workload (300 lines)" e2e_run 300
+	sum=$(e2e_stop -v -o "$out" 2>&1); rc=$?
+	echo "$sum"
+	check "stop exits 0" test $rc -eq 0
+	check "all 300 markers present once, in order" e2e_markers "$out" 300
+	check_out "summary: the destination's vCPU threads found" 'vcpu: +guest sample cpu = host CPU .*\(2/2 vCPU threads found' echo "$sum"
+	check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
+	check "guest powers off cleanly" e2e_end
+	finish
+	exit
+fi
 if [ "$mode" = flood ]; then
 	sleep 3
 	check "the flood ends on the destination" e2e_say bgstop
