@@ -270,14 +270,6 @@ static void fit_segments(struct clock_fit *fit, struct clock_sample *kept, size_
 		place_step(fit, k, last[k - 1], all, n);
 }
 
-/* A guest clock that does not count nanoseconds (x86-tsc counts cycles): ns per guest unit;
- * 1 when the clock runs within SCALE_NS_TOL of the host's, or the samples say nothing.
- * From anchors, the fastest probe of each cluster (probes within ANCHOR_GAP_NS of host time of
- * the cluster's first: a burst; probes taken every few ms make one every ANCHOR_GAP_NS). Neighbouring anchors at least SCALE_MIN_SPAN_NS apart give a rate each; their
- * median, weighted by span over bracket width, is a rough rate that a step between two anchors
- * cannot move (a VM's clock falling behind the host's across a live migration).
- * The rate is then measured end to end over the longest run of pairs that agree with it (no
- * step inside): precise like the whole span when nothing stepped. */
 struct pair {
 	const struct clock_sample *a, *b;
 	double ratio, weight;
@@ -345,6 +337,15 @@ static double run_ratio(const struct pair *p, size_t from, size_t to)
 	return (sw * sxy - sx * sy) / (sw * sxx - sx * sx);
 }
 
+/* A guest clock that does not count nanoseconds (x86-tsc counts cycles): ns per guest unit;
+ * 1 when the clock runs within SCALE_NS_TOL of the host's, or the samples say nothing.
+ * From anchors, the fastest probe of each cluster (probes within ANCHOR_GAP_NS of host time of
+ * the cluster's first: a burst; probes taken every few ms make one every ANCHOR_GAP_NS).
+ * Neighbouring anchors at least SCALE_MIN_SPAN_NS apart give a rate each; their median, weighted
+ * by span over bracket width, is a rough rate that a step between two anchors cannot move (a
+ * VM's clock falling behind the host's across a live migration). The rate is then measured end
+ * to end over the longest run of pairs that agree with it (no step inside): precise like the
+ * whole span when nothing stepped. */
 static double guest_scale(const struct clock_sample *all, size_t n, uint64_t median_rtt)
 {
 	_cleanup_free_ struct pair *p = malloc(n * sizeof(*p)), *sorted = malloc(n * sizeof(*p));

@@ -60,11 +60,11 @@ int clocksync_kvm_reading(struct clocksync *c);
  * between host CPUs, and the guest's TSC is not the host's plus the offsets read; *why says so. */
 bool clocksync_host_tsc_stable(const char *available_path, char *why, size_t whylen);
 #define SYSFS_CLOCKSOURCE "/sys/devices/system/clocksource/clocksource0/available_clocksource"
-/* True when host perf must record with -k CLOCK_MONOTONIC (ptp, or kvm without TIME_CONV). */
 /* After a live migration: the destination QEMU's KVM dir (its own TSC offsets), read once now
  * (kvm.samples goes on, the offsets' change counted like any other). 0 when the kvm method is
  * not on; negative errno when the dir cannot be found or read. */
 int clocksync_kvm_follow(struct clocksync *c, const char *debugfs, pid_t qemu_pid);
+/* True when host perf must record with -k CLOCK_MONOTONIC (ptp, or kvm without TIME_CONV). */
 bool clocksync_kvm_monotonic(const struct clocksync *c);
 /* Now in the host perf clock. */
 uint64_t clocksync_host_now(const struct clocksync *c);

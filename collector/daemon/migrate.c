@@ -56,44 +56,44 @@ static void migration_burst(struct daemon *d)
 		daemon_probe_send(d, false);
 }
 
-/* kvm clock: the destination's TSC offsets as they are before it loads the guest's (its own
- * vCPUs' TSCs); their change is the load, after which the guest runs on them. */
-static void migration_kvm_baseline(struct daemon *d)
+/* kvm clock: the destination's vCPU 0 TSC offset in ret; false while its VM has no KVM dir
+ * yet (QEMU opens its chardevs before it creates the VM) or it cannot be read. */
+static bool migration_dest_offset(const struct daemon *d, struct tsc_kvm *ret)
 {
-	struct kvmclock_vm *vm;
+	struct kvmclock_vm *vm = calloc(1, sizeof(*vm));
+	bool ok = vm && kvmclock_find(d->o->kvm_debugfs, d->mg.dest, vm->dir, sizeof(vm->dir)) == 0 &&
+		  kvmclock_read(vm->dir, vm) == 0 && vm->nvcpus;
 
-	d->mg.kvm_base_ok = false;
-	if (!d->clk.kvm_on || !(vm = calloc(1, sizeof(*vm))))
-		return;
-	if (kvmclock_find(d->o->kvm_debugfs, d->mg.dest, vm->dir, sizeof(vm->dir)) == 0 && kvmclock_read(vm->dir, vm) == 0 &&
-	    vm->nvcpus) {
-		d->mg.kvm_base = vm->vcpu[0];
-		d->mg.kvm_base_ok = true;
-	}
+	if (ok)
+		*ret = vm->vcpu[0];
 	free(vm);
+	return ok;
 }
 
-/* Each tick while a destination waits (kvm clock): once its offsets changed, the guest's TSC is
- * loaded there and the source is stopped for good: the readings follow the destination now,
- * the first of them within a tick of the switch. */
+/* kvm clock, each tick while a destination waits: its offsets as they are before it loads the
+ * guest's (its own vCPUs' TSCs), then their change: the load, after which the source is stopped
+ * for good and the guest runs on them; the readings follow the destination from that tick. */
 static void migration_kvm_watch(struct daemon *d)
 {
-	struct kvmclock_vm *vm;
+	struct tsc_kvm now;
 	int r;
 
-	if (!d->mg.kvm_base_ok || d->mg.kvm_switched || !(vm = calloc(1, sizeof(*vm))))
+	if (!d->clk.kvm_on || d->mg.kvm_switched || !migration_dest_offset(d, &now))
 		return;
-	if (kvmclock_find(d->o->kvm_debugfs, d->mg.dest, vm->dir, sizeof(vm->dir)) == 0 && kvmclock_read(vm->dir, vm) == 0 &&
-	    vm->nvcpus && !tsc_kvm_equal(&vm->vcpu[0], &d->mg.kvm_base)) {
-		if ((r = clocksync_kvm_follow(&d->clk, d->o->kvm_debugfs, d->mg.dest)) < 0)
-			log_warn("kvm clock: the destination's (pid %d) TSC offsets changed but cannot be read: %s",
-				 (int)d->mg.dest, strerror(-r));
-		else
-			log_info("kvm clock: the destination (pid %d) loaded the guest's TSC: its offsets from now on",
-				 (int)d->mg.dest);
-		d->mg.kvm_switched = r == 0;
+	if (!d->mg.kvm_base_ok) {
+		d->mg.kvm_base = now;
+		d->mg.kvm_base_ok = true;
+		return;
 	}
-	free(vm);
+	if (tsc_kvm_equal(&now, &d->mg.kvm_base))
+		return;
+	if ((r = clocksync_kvm_follow(&d->clk, d->o->kvm_debugfs, d->mg.dest)) < 0)
+		log_warn("kvm clock: the destination's (pid %d) TSC offsets changed but cannot be read: %s",
+			 (int)d->mg.dest, strerror(-r));
+	else
+		log_info("kvm clock: the destination (pid %d) loaded the guest's TSC: its offsets from now on",
+			 (int)d->mg.dest);
+	d->mg.kvm_switched = r == 0;
 }
 
 /* A second QEMU holding the VM's ports: a migration's destination, most likely. */
@@ -115,7 +115,7 @@ static void migration_look(struct daemon *d)
 		log_info("pid %d opened the VM's ports beside QEMU (pid %d): a live migration's destination? "
 			 "its TSC offsets watched (kvm clock)", (int)pid, (int)d->s.qemu_pid);
 	migration_burst(d);
-	migration_kvm_baseline(d);
+	migration_kvm_watch(d); /* its offsets before the load */
 	if (!strcmp(d->s.clock_method, "ptp")) {
 		struct timeval tv = { 0, MIGRATION_DENSE_MS * 1000 };
 
@@ -135,15 +135,18 @@ static void migration_opened(evutil_socket_t fd, short what, void *arg)
 
 int daemon_migration_arm(struct daemon *d)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], held[64];
 
 	d->mg.inotify_fd = -1;
-	if (d->kind != PORT_FIFO)
+	if (d->kind != PORT_FIFO || d->ctl.rfd < 0)
 		return 0;
+	/* the FIFO the daemon holds open (its /proc/self/fd link), not the path in the VM dir, which
+	 * QEMU's user may replace */
+	snprintf(held, sizeof(held), "/proc/self/fd/%d", d->ctl.rfd);
 	if ((d->mg.inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0 ||
-	    inotify_add_watch(d->mg.inotify_fd, port_path(&d->ctl, true, path, sizeof(path)), IN_OPEN) < 0) {
+	    inotify_add_watch(d->mg.inotify_fd, held, IN_OPEN) < 0) {
 		log_warn("inotify on %s: %s: a migration's destination is seen only when the source exits",
-			 path, strerror(errno));
+			 port_path(&d->ctl, true, path, sizeof(path)), strerror(errno));
 		return 0;
 	}
 	d->mg.opened = event_new(d->base, d->mg.inotify_fd, EV_READ | EV_PERSIST, migration_opened, d);
@@ -240,8 +243,6 @@ void daemon_migration_tick(struct daemon *d)
 			log_warn("kvm clock: the source's TSC offsets cannot be read again");
 		d->mg.dest = 0;
 		d->mg.kvm_switched = d->mg.kvm_base_ok = false;
-	} else if (d->mg.dest > 0 && !d->mg.kvm_base_ok) {
-		migration_kvm_baseline(d); /* QEMU opens its chardevs before it creates the VM */
 	} else if (d->mg.dest > 0) {
 		migration_kvm_watch(d);
 	}

@@ -274,27 +274,24 @@ void daemon_tick(evutil_socket_t fd, short what, void *arg)
 		daemon_start_watch(d, now);
 	daemon_tick_deadline(d, now);
 	daemon_disk_tick(d);
-	/* QEMU's exit at once (a kill(0) a tick): after a migration the guest runs on the destination
-	 * and its first times map to the source's clock line until the session follows it */
-	if (d->started_ok && !d->qemu_exited) {
-		daemon_watch_qemu(d);
-		daemon_migration_tick(d);
+	/* QEMU's exit at once, a kill(0) a tick: after a live migration the guest's first times map
+	 * to the source's clock line until the session follows the destination */
+	daemon_watch_qemu(d);
+	daemon_migration_tick(d);
+	/* Before tracing runs, a QEMU gone ends the start now, named: its guest cannot answer (a
+	 * guest kernel panic exits QEMU: panic=-1 reboots, -no-reboot exits), and the step's
+	 * deadline would call that guest stuck. */
+	if (d->qemu_exited && d->qemu_seen && d->ph < PH_TRACING) { /* a pid never seen: as before */
+		daemon_fail(d, "start failed: QEMU (pid %d) exited while %s: the guest is gone, nothing was "
+			    "traced (its console says why: a guest kernel panic ends QEMU under -no-reboot)",
+			    (int)d->s.qemu_pid, daemon_phase_names[d->ph]);
+		return;
 	}
 	if (now >= d->next_rate_ns) {
 		for (unsigned k = 0; k < ARRAY_SIZE(d->spools); k++)
 			if (d->spools[k])
 				spool_rate_tick(d->spools[k], now);
 		d->next_rate_ns = now + SEC;
-		daemon_watch_qemu(d);
-		/* Before tracing runs, a QEMU gone ends the start now, named: its guest cannot answer
-		 * (a guest kernel panic exits QEMU: panic=-1 reboots, -no-reboot exits), and the
-		 * step's deadline would call that guest stuck. */
-		if (d->qemu_exited && d->qemu_seen && d->ph < PH_TRACING) { /* a pid never seen: as before */
-			daemon_fail(d, "start failed: QEMU (pid %d) exited while %s: the guest is gone, nothing was "
-				    "traced (its console says why: a guest kernel panic ends QEMU under -no-reboot)",
-				    (int)d->s.qemu_pid, daemon_phase_names[d->ph]);
-			return;
-		}
 		daemon_reconnect(d);
 	}
 }

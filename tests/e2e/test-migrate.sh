@@ -139,6 +139,7 @@ sum=$(e2e_stop -v -o "$out" 2>&1); rc=$?
 echo "$sum"
 check "stop exits 0" test $rc -eq 0
 check_out "summary: the migration, both QEMU pids" "migrated: .*QEMU $src_q -> $dst_q" echo "$sum"
+check_out "the daemon saw the destination open the ports before the switch" "pid $dst_q opened the VM's ports beside QEMU \\(pid $src_q\\)" cat "$sess/collector.log"
 check_out "summary: the blackout, the guest clock's step" "^blackout: the guest's (clock fell [0-9.]+ ms|TSC fell [0-9]+ cycles) behind the host's" echo "$sum"
 check "all $n markers present once, in order" e2e_markers "$out" "$n"
 check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
