@@ -121,8 +121,6 @@ struct daemon {
 		uint64_t scanned_ns;     /* the last /proc scan for it */
 		unsigned probes_left;    /* the probe burst on each side of a migration (ptp) */
 		uint64_t burst_ns;       /* when it began */
-		struct tsc_kvm kvm_base; /* kvm clock: the destination's vCPU 0 offset before its load */
-		bool kvm_base_ok, kvm_switched; /* read; the readings follow the destination already */
 		pid_t exe_of;            /* the QEMU whose binary exe is */
 		char exe[256];           /* its /proc/PID/exe, read while it ran ("" unknown) */
 	} mg;

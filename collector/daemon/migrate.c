@@ -5,18 +5,16 @@
  * the VM's ports (a destination QEMU starting with -incoming): a probe burst then anchors the
  * clock before the migration; when the source exits while the destination holds the ports,
  * the destination becomes the session's QEMU (session.ini migration_N, its vCPU threads, the
- * kvm clock's offsets) and a second burst anchors the clock after it: the guest's clock fell
+ * kvm clock's offsets from then on) and a second burst anchors the clock after it: the guest's clock fell
  * behind the host's across the switch, a step the fit splits at. */
 #include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
 #include "daemon.h"
-#include "kvmclock.h"
 #include "log.h"
 #include "ports.h"
 #include "util.h"
@@ -56,46 +54,6 @@ static void migration_burst(struct daemon *d)
 		daemon_probe_send(d, false);
 }
 
-/* kvm clock: the destination's vCPU 0 TSC offset in ret; false while its VM has no KVM dir
- * yet (QEMU opens its chardevs before it creates the VM) or it cannot be read. */
-static bool migration_dest_offset(const struct daemon *d, struct tsc_kvm *ret)
-{
-	struct kvmclock_vm *vm = calloc(1, sizeof(*vm));
-	bool ok = vm && kvmclock_find(d->o->kvm_debugfs, d->mg.dest, vm->dir, sizeof(vm->dir)) == 0 &&
-		  kvmclock_read(vm->dir, vm) == 0 && vm->nvcpus;
-
-	if (ok)
-		*ret = vm->vcpu[0];
-	free(vm);
-	return ok;
-}
-
-/* kvm clock, each tick while a destination waits: its offsets as they are before it loads the
- * guest's (its own vCPUs' TSCs), then their change: the load, after which the source is stopped
- * for good and the guest runs on them; the readings follow the destination from that tick. */
-static void migration_kvm_watch(struct daemon *d)
-{
-	struct tsc_kvm now;
-	int r;
-
-	if (!d->clk.kvm_on || d->mg.kvm_switched || !migration_dest_offset(d, &now))
-		return;
-	if (!d->mg.kvm_base_ok) {
-		d->mg.kvm_base = now;
-		d->mg.kvm_base_ok = true;
-		return;
-	}
-	if (tsc_kvm_equal(&now, &d->mg.kvm_base))
-		return;
-	if ((r = clocksync_kvm_follow(&d->clk, d->o->kvm_debugfs, d->mg.dest)) < 0)
-		log_warn("kvm clock: the destination's (pid %d) TSC offsets changed but cannot be read: %s",
-			 (int)d->mg.dest, strerror(-r));
-	else
-		log_info("kvm clock: the destination (pid %d) loaded the guest's TSC: its offsets from now on",
-			 (int)d->mg.dest);
-	d->mg.kvm_switched = r == 0;
-}
-
 /* A second QEMU holding the VM's ports: a migration's destination, most likely. */
 static void migration_look(struct daemon *d)
 {
@@ -113,9 +71,8 @@ static void migration_look(struct daemon *d)
 			 "clock probes every %d ms while it waits", (int)pid, (int)d->s.qemu_pid, MIGRATION_DENSE_MS);
 	else
 		log_info("pid %d opened the VM's ports beside QEMU (pid %d): a live migration's destination? "
-			 "its TSC offsets watched (kvm clock)", (int)pid, (int)d->s.qemu_pid);
+			 "(kvm clock: its TSC offsets are read when the source exits)", (int)pid, (int)d->s.qemu_pid);
 	migration_burst(d);
-	migration_kvm_watch(d); /* its offsets before the load */
 	if (!strcmp(d->s.clock_method, "ptp")) {
 		struct timeval tv = { 0, MIGRATION_DENSE_MS * 1000 };
 
@@ -219,12 +176,12 @@ bool daemon_migration_follow(struct daemon *d, pid_t gone)
 		log_warn("session.ini: cannot record the migration (%s)", strerror(-r));
 	log_info("QEMU (pid %d) exited while pid %d holds the VM's ports: the guest migrated to it %.1f s into "
 		 "the session; following it", (int)gone, (int)next, (double)(now - d->s.started_mono_ns) / 1e9);
-	if (!strcmp(d->s.clock_method, "kvm") && !(d->mg.kvm_switched && next == d->mg.dest) &&
-	    (r = clocksync_kvm_follow(&d->clk, d->o->kvm_debugfs, next)) < 0)
+	/* not before: a destination's offsets also change when QEMU resets its vCPUs at start (seen:
+	 * by 79 s on the rig, the guest still on the source), not only when it loads the guest's TSC */
+	if (!strcmp(d->s.clock_method, "kvm") && (r = clocksync_kvm_follow(&d->clk, d->o->kvm_debugfs, next)) < 0)
 		log_warn("kvm clock: the destination QEMU's TSC offsets cannot be read (%s): the guest's times "
 			 "after the migration keep the source's offsets", strerror(-r));
 	d->mg.dest = 0;
-	d->mg.kvm_switched = d->mg.kvm_base_ok = false;
 	daemon_migration_seen(d, next);
 	migration_burst(d);
 	return true;
@@ -239,12 +196,7 @@ void daemon_migration_tick(struct daemon *d)
 		log_info("pid %d, which held the VM's ports beside QEMU (pid %d), exited: no migration (it failed "
 			 "or was cancelled), the session stays with pid %d", (int)d->mg.dest, (int)d->s.qemu_pid,
 			 (int)d->s.qemu_pid);
-		if (d->mg.kvm_switched && clocksync_kvm_follow(&d->clk, d->o->kvm_debugfs, d->s.qemu_pid) < 0)
-			log_warn("kvm clock: the source's TSC offsets cannot be read again");
 		d->mg.dest = 0;
-		d->mg.kvm_switched = d->mg.kvm_base_ok = false;
-	} else if (d->mg.dest > 0) {
-		migration_kvm_watch(d);
 	}
 }
 

@@ -21,7 +21,7 @@ import time
 
 
 class Qmp:
-    def __init__(self, path, timeout=10.0):
+    def __init__(self, path, timeout=60.0):  # a QEMU in the KVM rig's L1 answers slowly
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         deadline = time.monotonic() + timeout
         while True:
