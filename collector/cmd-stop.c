@@ -144,6 +144,12 @@ static int stop_take_live(const char *dir, const char *out, int compress)
 
 	if (session_ini_get(dir, "live_merge", state, sizeof(state)) < 0 || strncmp(state, "done", 4))
 		return -1;
+	/* The follower read session.ini when it started: a migration after that is not in its file
+	 * (no virtio_trace:migration, the destination QEMU's vCPU threads not followed) */
+	if (session_ini_get(dir, "migrations", live, sizeof(live)) == 0 && strcmp(live, "0")) {
+		log_info("the session followed a live migration after the live merge began: merging %s again", dir);
+		return -1;
+	}
 	if ((merge_zstd_level(dir, compress) > 0) != (merge_zstd_level(dir, -1) > 0)) {
 		log_info("the live merge wrote %s: merging %s again %s", merge_zstd_level(dir, -1) ? "zstd" : "no zstd",
 			 dir, compress ? "with -z" : "uncompressed");

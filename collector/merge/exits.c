@@ -52,17 +52,6 @@ static int exit_attr(const struct merge_host *h, uint32_t id)
 	return -1;
 }
 
-/* A free tracepoint id (from the top, as the guests' are taken), marked used; 0 when none. */
-static uint32_t exit_new_id(struct merge_ctx *m)
-{
-	for (uint32_t id = 65535; id > 0; id--)
-		if (!(m->used[id / 8] & (1u << (id % 8)))) {
-			m->used[id / 8] |= (uint8_t)(1u << (id % 8));
-			return id;
-		}
-	return 0;
-}
-
 /* vm's exit samples: its format (the host's kvm_exit with an id of its own, in the output as
  * <prefix>kvm), its per-vCPU task table. Off (nothing said) without a vCPU thread map. */
 static int exits_vm(struct merge_ctx *m, struct merge_vm *vm, const struct exit_find *x)
@@ -74,7 +63,7 @@ static int exits_vm(struct merge_ctx *m, struct merge_vm *vm, const struct exit_
 
 	if (!g->present || !vm->vcpu.named)
 		return 0;
-	if (!(e->new_id = exit_new_id(m))) {
+	if (!(e->new_id = merge_out_new_id(m))) {
 		snprintf(e->why, sizeof(e->why), "no free tracepoint id left");
 		return 0;
 	}

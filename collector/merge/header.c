@@ -104,7 +104,7 @@ static char **host_names_desc(struct merge_ctx *m)
 }
 
 /* The name of attr i: the host's, or a VM's "<prefix><sys>:<event>", "<perf event>:G" or
- * "<prefix>kvm:kvm_exit" (its exit samples). */
+ * "<prefix>kvm:kvm_exit" (its exit samples) or "<prefix>virtio_trace:migration". */
 static void attr_name(const struct merge_ctx *m, char **host, size_t i, char *buf, size_t len)
 {
 	size_t nh = m->host.present ? m->host.n_attrs : 0;
@@ -132,6 +132,11 @@ static void attr_name(const struct merge_ctx *m, char **host, size_t i, char *bu
 			return;
 		}
 		i -= merge_out_vm_n_exits(vm);
+		if (i < merge_out_vm_n_migs(vm)) {
+			snprintf(buf, len, "%svirtio_trace:migration", vm->sys_prefix);
+			return;
+		}
+		i -= merge_out_vm_n_migs(vm);
 	}
 	snprintf(buf, len, "unknown");
 }

@@ -221,6 +221,7 @@ static void summary_vm(const struct merge_ctx *m, const struct merge_vm *vm)
 		printf("  vm pid: %" PRIu64 "\n", g->machine_pid);
 	merge_gperf_summary(&vm->gp, g);
 	merge_exits_summary(m, vm);
+	merge_migs_summary(vm);
 	summary_clock(g);
 	summary_vcpu(m, vm);
 	if (!m->as_host)

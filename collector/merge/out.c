@@ -158,10 +158,18 @@ static void out_exit_attr(const struct merge_ctx *m, const struct merge_vm *vm, 
 	a->n_ids = vm->guest.ncpus;
 }
 
-/* A VM's tracepoint attrs (ng), its guest perf attrs (np), then its exit samples' (nx) at a,
- * ids from its id_base. */
+/* A VM's migrations' attr (migration.c): its <prefix>virtio_trace:migration. */
+static void out_mig_attr(const struct merge_ctx *m, const struct merge_vm *vm, struct perf_attr_ids *a)
+{
+	out_exit_attr(m, vm, a);
+	a->attr.config = vm->migs.new_id;
+	a->attr.sample_type = MERGE_GUEST_SAMPLE_TYPE;
+}
+
+/* A VM's tracepoint attrs (ng), its guest perf attrs (np), its exit samples' (nx), then its
+ * migrations' (nm) at a, ids from its id_base. */
 static int out_vm_attrs(const struct merge_ctx *m, struct merge_vm *vm, struct perf_attr_ids *a, size_t ng, size_t np,
-			size_t nx)
+			size_t nx, size_t nm)
 {
 	struct merge_guest *g = &vm->guest;
 	size_t nh = m->host.present ? m->host.n_attrs : 0;
@@ -185,13 +193,25 @@ static int out_vm_attrs(const struct merge_ctx *m, struct merge_vm *vm, struct p
 	out_gperf_attrs(m, vm, a);
 	if (nx)
 		out_exit_attr(m, vm, &a[np]);
-	for (size_t e = 0; e < np + nx; e++, a++) {
+	if (nm)
+		out_mig_attr(m, vm, &a[np + nx]);
+	for (size_t e = 0; e < np + nx + nm; e++, a++) {
 		a->ids = calloc(g->ncpus, 8);
 		if (!a->ids)
 			return -ENOMEM;
 		for (uint32_t c = 0; c < g->ncpus; c++)
 			a->ids[c] = guest_id(g, ng + e, c);
 	}
+	return 0;
+}
+
+uint32_t merge_out_new_id(struct merge_ctx *m)
+{
+	for (uint32_t id = 65535; id > 0; id--)
+		if (!(m->used[id / 8] & (1u << (id % 8)))) {
+			m->used[id / 8] |= (uint8_t)(1u << (id % 8));
+			return id;
+		}
 	return 0;
 }
 
@@ -210,10 +230,15 @@ size_t merge_out_vm_n_exits(const struct merge_vm *vm)
 	return vm->exits.on ? 1 : 0;
 }
 
+size_t merge_out_vm_n_migs(const struct merge_vm *vm)
+{
+	return vm->migs.on ? 1 : 0;
+}
+
 /* A VM's attrs in the output: tracepoints, guest perf events, exit samples. */
 static size_t vm_n_attrs(const struct merge_vm *vm)
 {
-	return merge_out_vm_n_events(vm) + merge_out_vm_n_perf(vm) + merge_out_vm_n_exits(vm);
+	return merge_out_vm_n_events(vm) + merge_out_vm_n_perf(vm) + merge_out_vm_n_exits(vm) + merge_out_vm_n_migs(vm);
 }
 
 /* Host attrs, then each VM's; each VM's sample ids follow the previous one's (the first's above
@@ -235,13 +260,14 @@ int merge_out_attrs(struct merge_ctx *m)
 	for (size_t v = 0; v < m->n_vm; v++) {
 		struct merge_vm *vm = &m->vm[v];
 		size_t ng = merge_out_vm_n_events(vm), np = merge_out_vm_n_perf(vm), nx = merge_out_vm_n_exits(vm);
+		size_t nm = merge_out_vm_n_migs(vm);
 
 		vm->guest.id_base = id_base;
-		r = out_vm_attrs(m, vm, &m->attrs[m->n_attrs], ng, np, nx);
-		m->n_attrs += ng + np + nx; /* merge_out_free frees what was allocated */
+		r = out_vm_attrs(m, vm, &m->attrs[m->n_attrs], ng, np, nx, nm);
+		m->n_attrs += ng + np + nx + nm; /* merge_out_free frees what was allocated */
 		if (r < 0)
 			return r;
-		id_base += (ng + np + nx) * vm->guest.ncpus;
+		id_base += (ng + np + nx + nm) * vm->guest.ncpus;
 	}
 	return 0;
 }

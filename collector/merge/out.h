@@ -20,6 +20,23 @@ struct merge_exits {
 	char why[64]; /* non-empty: possible, but not written, and why */
 };
 
+/* migration.c: a VM's live migrations (session.ini migration_N) as samples of its machine,
+ * <prefix>virtio_trace:migration, after its exit samples' attr; each at its blackout's start. */
+struct merge_mig_out {
+	uint64_t start, len; /* the blackout in host time (len 0: not measured, start = switch_ns) */
+	uint64_t switch_ns;  /* when the session took the destination QEMU */
+	uint32_t from, to;
+};
+
+struct merge_migs {
+	bool on;
+	uint32_t new_id; /* the output's tracepoint id of <prefix>virtio_trace:migration */
+	char *text;      /* its format */
+	size_t text_len;
+	struct merge_mig_out b[MERGE_MAX_MIGRATIONS];
+	uint32_t n, next; /* next: the first not written yet */
+};
+
 /* One guest of the merge (a VM): the session dir's own, then each merge --guest DIR. Each is its
  * own perf guest machine: its QEMU pid as machine_pid, its sample-id range from guest.id_base,
  * its vCPU map, its kcore_dir. */
@@ -39,6 +56,7 @@ struct merge_vm {
 	char input_why[256];
 	bool kcore_written; /* OUT/kcore_dir__PID/kallsyms written (dir.c) */
 	struct merge_exits exits;
+	struct merge_migs migs;
 };
 
 /* One time-ordered guest stream of the k-way merge: a kind (source.c's table), its VM, its state. */
@@ -78,6 +96,8 @@ struct merge_ctx {
 };
 
 void merge_out_used_ids(struct merge_ctx *m);
+/* A free tracepoint id (from the top, as the guests' are taken), marked used; 0 when none. */
+uint32_t merge_out_new_id(struct merge_ctx *m);
 int merge_out_attrs(struct merge_ctx *m);
 /* Guest ID_INDEX (and, guest only, the kernel MMAP perf expects). */
 int merge_out_guest_index(struct merge_ctx *m);
@@ -126,4 +146,12 @@ void merge_exits_free(struct merge_vm *vm);
 /* out.c: a VM's exit-sample attrs (0 or 1), and its guest kernel's _text when its guest kernel
  * maps are written (guest perf or exit samples; 0: none). */
 size_t merge_out_vm_n_exits(const struct merge_vm *vm);
+size_t merge_out_vm_n_migs(const struct merge_vm *vm);
+/* migration.c: after the exit samples, each VM's migrations placed on its clock map (their
+ * format into m->td); 0 or -ENOMEM. Peek/emit: the VM's next one, in time, as a guest source. */
+int merge_migs_prepare(struct merge_ctx *m);
+bool merge_migs_peek(const struct merge_vm *vm, uint64_t *ret_ts);
+int merge_migs_emit(struct merge_ctx *m, struct merge_vm *vm);
+void merge_migs_summary(const struct merge_vm *vm);
+void merge_migs_free(struct merge_vm *vm);
 uint64_t merge_out_vm_ktext(const struct merge_vm *vm);

@@ -121,11 +121,43 @@ static void *src_gperf_state(struct merge_vm *vm, size_t i)
 	return vm->gp.present && i < vm->gp.ncpus_total ? &vm->gp.cpus[i] : NULL;
 }
 
+/* A VM's live migrations (migration.c): one stream per VM, written in time with the rest. */
+static bool src_migs_peek(const struct merge_source *s, uint64_t *ret_ts)
+{
+	return merge_migs_peek(s->vm, ret_ts);
+}
+
+static int src_migs_emit(struct merge_ctx *m, const struct merge_source *s)
+{
+	return merge_migs_emit(m, s->vm);
+}
+
+static bool src_migs_blocked(const struct merge_source *s, uint64_t *ret_bound)
+{
+	(void)s, (void)ret_bound;
+	return false;
+}
+
+static void src_migs_raise(const struct merge_source *s, uint64_t ts)
+{
+	struct merge_migs *x = s->state;
+
+	if (x->next < x->n)
+		x->b[x->next].start = MAX(x->b[x->next].start, ts);
+}
+
+static void *src_migs_state(struct merge_vm *vm, size_t i)
+{
+	return vm->migs.on && i == 0 ? &vm->migs : NULL;
+}
+
 static const struct merge_source_kind source_kinds[] = {
 	{ .state = src_ftrace_state, .peek = src_ftrace_peek, .emit = src_ftrace_emit,
 	  .blocked = src_ftrace_blocked, .raise = src_ftrace_raise },
 	{ .state = src_gperf_state, .peek = src_gperf_peek, .emit = src_gperf_emit,
 	  .blocked = src_gperf_blocked, .raise = src_gperf_raise, .rank = src_gperf_rank },
+	{ .state = src_migs_state, .peek = src_migs_peek, .emit = src_migs_emit,
+	  .blocked = src_migs_blocked, .raise = src_migs_raise },
 };
 
 int merge_sources(struct merge_ctx *m)

@@ -94,6 +94,14 @@ static int td_add_guest(struct merge_ctx *m)
 			if ((r = tracing_data_add_event(&m->td, sys, vm->exits.text, vm->exits.text_len)) < 0)
 				return r;
 		}
+		if (vm->migs.on) { /* its migrations' (migration.c) */
+			char sys[sizeof(vm->sys_prefix) + 16];
+			int r;
+
+			snprintf(sys, sizeof(sys), "%svirtio_trace", vm->sys_prefix);
+			if ((r = tracing_data_add_event(&m->td, sys, vm->migs.text, vm->migs.text_len)) < 0)
+				return r;
+		}
 	}
 	return 0;
 }

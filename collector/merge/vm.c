@@ -197,7 +197,9 @@ int merge_vm_prepare(struct merge_ctx *m, int host_fd)
 		if (!m->as_host && (r = merge_gperf_load(&vm->gp, &vm->guest, vm->dir)) < 0)
 			return r;
 	}
-	return merge_exits_prepare(m);
+	if ((r = merge_exits_prepare(m)) < 0)
+		return r;
+	return merge_migs_prepare(m);
 }
 
 /* With several VMs, every merge.ini lists them all: name, dir, machine pid, event prefix. */
@@ -264,5 +266,6 @@ void merge_vm_free(struct merge_ctx *m)
 		merge_gperf_free(&m->vm[v].gp);
 		merge_vcpu_free(&m->vm[v].vcpu);
 		merge_exits_free(&m->vm[v]);
+		merge_migs_free(&m->vm[v]);
 	}
 }

@@ -72,6 +72,8 @@ static void json_stall(const struct report *r, const struct report_stall *s, FIL
 		json_str(out, s->waker_comm);
 	else
 		fputs("null", out);
+	fprintf(out, ",\"migration_from_pid\":%d,\"migration_to_pid\":%d", s->cause == REPORT_MIGRATION ? s->mig_from : -1,
+		s->cause == REPORT_MIGRATION ? s->mig_to : -1);
 	fputs(",\"exit_name\":", out);
 	if (s->cause == REPORT_VM_EXIT && (nm = report_exit_name(r, s->exit_reason)))
 		json_str(out, nm);

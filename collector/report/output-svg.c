@@ -124,7 +124,7 @@ static void svg_stall(const struct report *r, struct svg *s, const struct report
 		(unsigned long long)st->start, (unsigned long long)(st->end - st->start));
 	fprintf(s->out, "vCPU %u of VM %d stalled %.3f ms at %.9f s: %s", st->vcpu, r->vms[st->vm].machine_pid,
 		(double)(st->end - st->start) / 1e6, (double)st->start / 1e9, report_stall_cause(r, st, cause, sizeof(cause)));
-	if (st->culprit.pid >= 0) {
+	if (st->culprit.pid >= 0 || st->cause == REPORT_MIGRATION) {
 		report_culprit_text(r, st, c, sizeof(c));
 		fputs(", culprit ", s->out);
 		svg_text(s->out, c);

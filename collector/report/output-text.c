@@ -25,6 +25,10 @@ void report_culprit_text(const struct report *r, const struct report_stall *s, c
 	char vm[48];
 	int n;
 
+	if (s->cause == REPORT_MIGRATION) {
+		snprintf(buf, len, "QEMU %d -> %d (live migration)", s->mig_from, s->mig_to);
+		return;
+	}
 	if (s->culprit.pid < 0) {
 		snprintf(buf, len, "? (%s)", s->why ? s->why : "unknown");
 		return;

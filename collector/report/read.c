@@ -23,14 +23,15 @@
 #include "tracing_data.h"
 #include "util.h"
 
-enum kind { K_NONE, K_SWITCH, K_WAKEUP, K_KVM_EXIT, K_KVM_ENTRY, K_GSWITCH, K_N };
+enum kind { K_NONE, K_SWITCH, K_WAKEUP, K_KVM_EXIT, K_KVM_ENTRY, K_GSWITCH, K_MIGRATION, K_N };
 
 static const struct {
 	const char *sys, *name;
 } kind_names[K_N] = {
 	[K_SWITCH] = { "sched", "sched_switch" }, [K_WAKEUP] = { "sched", "sched_wakeup" },
 	[K_KVM_EXIT] = { "kvm", "kvm_exit" }, [K_KVM_ENTRY] = { "kvm", "kvm_entry" },
-	[K_GSWITCH] = { NULL, "sched_switch" }, /* guest_sched, guest2_sched, ...: is_guest_sched */
+	[K_GSWITCH] = { NULL, "sched_switch" }, /* guest_sched, guest2_sched, ...: is_guest_sys */
+	[K_MIGRATION] = { NULL, "migration" },  /* guest_virtio_trace, ...: the merge's (merge/migration.c) */
 };
 
 #define READ_MAX_GSWITCH 64 /* guest sched_switch formats (the merge writes at most 16 VMs) */
@@ -41,6 +42,7 @@ struct fmt {
 	uint32_t id;
 	int32_t prev_pid, prev_comm, prev_state, next_pid, next_comm, pid, reason, target_cpu, isa;
 	uint32_t state_size, reason_size;
+	int32_t from_pid, to_pid, blackout; /* <prefix>virtio_trace:migration */
 };
 
 struct rid {
@@ -59,6 +61,8 @@ struct report_feed {
 	struct fmt gsw[READ_MAX_GSWITCH]; /* each VM's guest sched_switch */
 	size_t n_gsw;
 	uint8_t *gsw_of;                  /* per attr: its index in gsw */
+	uint32_t mig_id[READ_MAX_GSWITCH]; /* each VM's virtio_trace:migration (one layout: the merge's) */
+	size_t n_mig;
 	struct rid *ids;
 	size_t n_ids, cap_ids;
 	bool ids_sorted;
@@ -90,15 +94,15 @@ static const char *gname(const struct report_feed *d, int32_t vm, int32_t tid)
 	return tid >= 0 && d->gtid[j] == tid + 1 && d->gvm[j] == -1 ? d->gcomm[j] : NULL;
 }
 
-/* "guest_sched" or "guest<N>_sched": a guest's scheduler events in the merge's naming. */
-static bool is_guest_sched(const char *sys)
+/* "guest_SYS" or "guest<N>_SYS": a guest's events of system SYS in the merge's naming. */
+static bool is_guest_sys(const char *sys, const char *name)
 {
 	if (strncmp(sys, "guest", 5))
 		return false;
 	sys += 5;
 	while (*sys >= '0' && *sys <= '9')
 		sys++;
-	return !strcmp(sys, "_sched");
+	return sys[0] == '_' && !strcmp(sys + 1, name);
 }
 
 static int field_off(const struct tep_format *f, const char *name, uint32_t size_min, uint32_t size_max,
@@ -133,7 +137,20 @@ static int find_formats(const char *sys, const struct td_text *t, void *ud)
 	struct report_feed *d = ud;
 	struct tep_format f;
 
-	if (is_guest_sched(sys)) {
+	if (is_guest_sys(sys, "virtio_trace")) {
+		if (d->n_mig < READ_MAX_GSWITCH && tep_format_parse(t->data, t->len, &f) == 0 &&
+		    !strcmp(f.name, kind_names[K_MIGRATION].name)) {
+			struct fmt *m = &d->f[K_MIGRATION];
+
+			m->present = true;
+			m->from_pid = field_off(&f, "from_pid", 4, 4, NULL);
+			m->to_pid = field_off(&f, "to_pid", 4, 4, NULL);
+			m->blackout = field_off(&f, "blackout_ns", 8, 8, NULL);
+			d->mig_id[d->n_mig++] = f.id;
+		}
+		return 0;
+	}
+	if (is_guest_sys(sys, "sched")) {
 		if (d->n_gsw < READ_MAX_GSWITCH && tep_format_parse(t->data, t->len, &f) == 0 &&
 		    !strcmp(f.name, kind_names[K_GSWITCH].name)) {
 			fmt_fields(&d->gsw[d->n_gsw++], &f);
@@ -233,6 +250,9 @@ static int read_attrs(struct report_feed *d, const struct perf_attr_ids *(*attr)
 				d->kinds[i] = K_GSWITCH;
 				d->gsw_of[i] = (uint8_t)g;
 			}
+		for (size_t g = 0; g < d->n_mig; g++)
+			if (a->attr.type == PERF_TYPE_TRACEPOINT && a->attr.config == d->mig_id[g])
+				d->kinds[i] = K_MIGRATION;
 		for (size_t j = 0; j < a->n_ids; j++)
 			if (id_add(d, a->ids[j], (uint32_t)i, -1, -1) < 0)
 				return -ENOMEM;
@@ -414,6 +434,13 @@ static void on_sample(struct report_feed *d, const struct perf_event_header *e)
 	r->t_last = MAX(r->t_last, s.time);
 	r->t_first = MIN(r->t_first, s.time);
 	if (id->vm >= 0) {
+		if (d->kinds[id->attr] == K_MIGRATION) { /* the merge's, not the guest's: no guest record */
+			const struct fmt *f = &d->f[K_MIGRATION];
+
+			report_migration(r, (uint32_t)id->vm, s.time, raw_s32(&s, f->from_pid, -1), raw_s32(&s, f->to_pid, -1),
+					 (uint64_t)raw_long(&s, f->blackout, 8, 0));
+			return;
+		}
 		if (d->kinds[id->attr] == K_GSWITCH) {
 			const struct fmt *g = &d->gsw[d->gsw_of[id->attr]];
 
@@ -516,7 +543,7 @@ static void guest_comm(struct report_feed *d, const struct perf_event_header *e,
  * ...,process=NAME: QEMU's own binary name ("qemu-system-x86", "qemu-kvm") is none. */
 static void vm_name_of_comm(struct report_feed *d, int32_t pid, const char *comm)
 {
-	long vm = report_vm_find(d->r, pid);
+	long vm = report_vm_of_qemu(d->r, pid);
 
 	if (vm >= 0 && comm[0] && strncmp(comm, "qemu", 4))
 		report_vm_name(d->r, (uint32_t)vm, comm);
@@ -544,7 +571,7 @@ static void on_comm(struct report_feed *d, const struct perf_event_header *e)
 		vm_name_of_comm(d, pt[0], comm);
 	if ((n = vcpu_of_comm(comm)) < 0 || pt[1] <= 0)
 		return;
-	vm = report_vm_find(d->r, pt[0]);
+	vm = report_vm_of_qemu(d->r, pt[0]);
 	if (vm >= 0 && (uint32_t)n < d->r->vms[vm].n_vcpus)
 		report_vcpu_thread(d->r, (uint32_t)vm, (uint32_t)n, pt[1]);
 	else

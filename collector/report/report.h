@@ -13,7 +13,8 @@
 #define REPORT_MAX_CPUS 4096  /* host CPUs */
 #define REPORT_TOP_TASKS 4    /* host tasks kept per stall (the culprit is the first) */
 
-enum report_cause { REPORT_PREEMPTED, REPORT_HOST_BLOCKED, REPORT_VM_EXIT, REPORT_UNKNOWN, REPORT_N_CAUSES };
+enum report_cause { REPORT_PREEMPTED, REPORT_HOST_BLOCKED, REPORT_VM_EXIT, REPORT_MIGRATION, REPORT_UNKNOWN, REPORT_N_CAUSES };
+#define REPORT_MAX_MIGRATIONS 16 /* per VM, as the session records at most */
 
 /* The guest task on a vCPU at a host time, from that guest's own events (-1: not known). */
 struct report_gtask {
@@ -43,6 +44,7 @@ struct report_stall {
 	int32_t guest_pid;
 	char guest_comm[REPORT_COMM];
 	int64_t exit_reason;        /* vm_exit: the open kvm_exit's reason */
+	int32_t mig_from, mig_to;   /* migration: the source and destination QEMU pids (else -1) */
 	uint64_t woken_at;          /* asleep first: the wakeup's time, 0 if none seen */
 	int32_t waker_pid;          /* and who woke it */
 	char waker_comm[REPORT_COMM];
@@ -109,6 +111,10 @@ struct report_vm {
 	struct report_stall *pending;
 	size_t n_pending, cap_pending;
 	uint64_t last_guest, not_judged;
+	/* the QEMUs it migrated to (the file's <prefix>virtio_trace:migration): their vCPU
+	 * threads are its own from then on */
+	int32_t qemu_to[REPORT_MAX_MIGRATIONS];
+	uint32_t n_migrations;
 };
 
 /* A vCPU thread of a QEMU that is not one of the file's VMs (named from host COMM records). */
@@ -169,6 +175,8 @@ int report_init(struct report *r, const struct report_opts *o);
 void report_free(struct report *r);
 int report_vm_add(struct report *r, int32_t machine_pid, uint32_t n_vcpus, uint32_t *ret_vm);
 long report_vm_find(const struct report *r, int32_t machine_pid);
+/* The VM whose QEMU pid is: its first (machine_pid) or one it migrated to; -1. */
+long report_vm_of_qemu(const struct report *r, int32_t pid);
 void report_vm_name(struct report *r, uint32_t vm, const char *name);
 /* The name of a VM index, else its QEMU pid (a QEMU pid when vm < 0), in buf. */
 const char *report_vm_label(const struct report *r, long vm, int32_t machine_pid, char *buf, size_t len);
@@ -182,6 +190,9 @@ void report_host_lost(struct report *r, uint64_t t);
 void report_guest_switch(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t t, int32_t next_pid,
 			 const char *next_comm);
 void report_guest_task(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t t, int32_t pid, const char *comm);
+/* VM vm's guest migrated at t from QEMU from to QEMU to, paused blackout_ns (0: not measured):
+ * a "migration" stall on each vCPU over it, and to's vCPU threads followed from then on. */
+void report_migration(struct report *r, uint32_t vm, uint64_t t, int32_t from, int32_t to, uint64_t blackout_ns);
 void report_end(struct report *r);
 void report_note(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *report_cause_name(enum report_cause c);

@@ -17,7 +17,7 @@
 
 static const char *const cause_names[] = {
 	[REPORT_PREEMPTED] = "preempted", [REPORT_HOST_BLOCKED] = "host_blocked",
-	[REPORT_VM_EXIT] = "vm_exit", [REPORT_UNKNOWN] = "unknown",
+	[REPORT_VM_EXIT] = "vm_exit", [REPORT_MIGRATION] = "migration", [REPORT_UNKNOWN] = "unknown",
 };
 
 const char *report_cause_name(enum report_cause c)
@@ -126,7 +126,7 @@ static int map_grow(struct report *r)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < oc; i++)
-		if (ot[i]) {
+		if (ot[i] > 0) {
 			size_t s = map_slot(r, ot[i]);
 
 			r->map_tid[s] = ot[i];
@@ -143,6 +143,30 @@ long report_vm_find(const struct report *r, int32_t machine_pid)
 		if (r->vms[i].machine_pid == machine_pid)
 			return (long)i;
 	return -1;
+}
+
+long report_vm_of_qemu(const struct report *r, int32_t pid)
+{
+	long vm = report_vm_find(r, pid);
+
+	for (size_t i = 0; vm < 0 && pid > 0 && i < r->n_vms; i++)
+		for (uint32_t k = 0; k < r->vms[i].n_migrations; k++)
+			if (r->vms[i].qemu_to[k] == pid)
+				return (long)i;
+	return vm;
+}
+
+/* A vCPU thread no longer the VM's (its QEMU migrated away): out of the map, a tombstone
+ * (-1) in its slot so that the probes past it go on. */
+static void map_forget(struct report *r, int32_t tid)
+{
+	size_t i;
+
+	if (tid <= 0)
+		return;
+	i = map_slot(r, tid);
+	if (r->map_tid[i] == tid)
+		r->map_tid[i] = -1;
 }
 
 /* A guest's name: printable ASCII only, the rest '?' (the guest or the file may be hostile). */
@@ -731,6 +755,57 @@ void report_guest_task(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t t,
 	else if (vcpu < r->vms[vm].n_vcpus)
 		r->vms[vm].vcpus[vcpu].seen = true;
 	vm_alive(r, vm, t);
+}
+
+/* The migration's stall on vCPU c of VM vm: the guest paused over [t, t + blackout), whatever
+ * its task (a paused guest runs none); judged, as any, once the guest's trace goes on. */
+static void migration_stall(struct report *r, uint32_t vm, uint32_t c, uint64_t t, int32_t from, int32_t to,
+			    uint64_t blackout_ns)
+{
+	struct report_vm *m = &r->vms[vm];
+	const struct report_vcpu *v = &m->vcpus[c];
+	struct report_stall s = { .vm = vm, .vcpu = c, .start = t, .end = t + blackout_ns, .cause = REPORT_MIGRATION,
+				  .host_cpu = -1, .culprit_vm = -1, .culprit_vcpu = -1, .culprit_machine_pid = -1,
+				  .guest_pid = v->g_known ? v->g_pid : -1, .exit_reason = -1, .mig_from = from,
+				  .mig_to = to };
+
+	s.culprit.pid = -1;
+	s.culprit.g.pid = -1;
+	copy_comm(s.culprit.comm, NULL);
+	copy_comm(s.guest_comm, v->g_known ? v->g_comm : NULL);
+	band_add(r, vm, c, s.start, s.end, -1, "", 1);
+	if (m->n_pending < (1u << 20))
+		stall_push(&m->pending, &m->n_pending, &m->cap_pending, &s);
+}
+
+void report_migration(struct report *r, uint32_t vm, uint64_t t, int32_t from, int32_t to, uint64_t blackout_ns)
+{
+	struct report_vm *m;
+
+	if (vm >= r->n_vms || to <= 0 || (m = &r->vms[vm])->n_migrations >= REPORT_MAX_MIGRATIONS ||
+	    report_vm_of_qemu(r, to) >= 0)
+		return; /* a damaged or repeated record: the threads stay as they are */
+	m->qemu_to[m->n_migrations++] = to;
+	for (uint32_t c = 0; c < m->n_vcpus; c++) {
+		struct report_vcpu *v = &m->vcpus[c];
+
+		if (blackout_ns && blackout_ns <= UINT64_MAX - t)
+			migration_stall(r, vm, c, t, from, to, blackout_ns);
+		/* the source's thread is no longer this vCPU: whatever it was doing is not judged */
+		if (v->tid > 0) {
+			map_forget(r, v->tid);
+			v->tid = -1;
+			m->threads_named--;
+		}
+		if (v->h == REPORT_H_RUNNING && t > v->since)
+			v->running_ns += t - v->since;
+		v->h = REPORT_H_UNKNOWN;
+		v->in_exit = false;
+	}
+	/* the destination's vCPU threads, named before (host COMMs of a QEMU not in the file) */
+	for (size_t i = 0; i < r->n_foreign; i++)
+		if (r->foreign[i].pid == to && r->foreign[i].vcpu >= 0 && (uint32_t)r->foreign[i].vcpu < m->n_vcpus)
+			report_vcpu_thread(r, vm, (uint32_t)r->foreign[i].vcpu, r->foreign[i].tid);
 }
 
 /* A culprit vCPU's guest task taken after its VM's last guest record is not known: that

@@ -5,7 +5,8 @@
 # libvirt's does. The session follows the guest: every marker once and in order in one merged
 # file, stop exits 0, the migration named in the summary with both QEMU pids, the destination's
 # vCPU threads carry the guest samples after it; the guest's clock step over the blackout is
-# QEMU's downtime, and hold-out markers on both sides lie within the stated bound.
+# QEMU's downtime, and hold-out markers on both sides lie within the stated bound; the file has
+# the migration (guest_virtio_trace:migration) and the report its stall on each vCPU.
 # cancel: the migration is cancelled 300 ms in (the destination QEMU exits): the session
 # carries on with the source, no migration recorded. flood: the guest floods its ring through
 # the migration: every page it sent arrives, its lines once each and in order. flight: as
@@ -174,5 +175,13 @@ fi
 split=$(sed -n 's/^migration_0=\([0-9]*\) .*/\1/p' "$sess/session.ini")
 check "hold-out markers on each side of the migration within the stated bound" \
 	python3 "$E2E_DIR/check-holdout.py" "$sess/clock.holdout" "$out" "${bound:-0}" "$PERF" --split "${split:-0}" --step-max "${step:-0}"
+# The migration in the file and in the report: the merge's guest_virtio_trace:migration (its
+# blackout the clock's step: the fit's for ptp, the offsets' move for kvm), a "migration" stall
+# of that length on each vCPU, and each vCPU followed on the destination's thread after it.
+dst_tids=$(ls "/proc/$dst_q/task" 2>/dev/null | paste -sd, -)
+tc report --json "$out" >"$T/report.json" 2>"$T/report.err"
+check "the file names the migration, the report a migration stall on each vCPU, then follows the destination's vCPU threads" \
+	python3 "$E2E_DIR/check-migration-report.py" "$PERF" "$out" "$T/report.json" "$src_q" "$dst_q" \
+	"$([ "$method" = kvm ] && echo "${bound:-0}" || echo "${step:-0}")" "$dst_tids"
 check "guest powers off cleanly" e2e_end
 finish
