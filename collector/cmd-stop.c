@@ -133,6 +133,28 @@ static void stop_output(const char *dir, const char *opt, char *buf, size_t size
 	snprintf(buf, size, "%s.data", vm);
 }
 
+/* Whether the follower's file lacks a live migration the session followed (merge.ini's
+ * migrations_written under session.ini's migrations: a follower from before they were written,
+ * or one that could not place them): then stop merges again, and says so. */
+static bool stop_live_missed_migration(const char *dir)
+{
+	_cleanup_free_ char *text = NULL;
+	char v[32], path[PATH_MAX + 16];
+	uint64_t n = 0, written = 0;
+	const char *w;
+
+	if (session_ini_get(dir, "migrations", v, sizeof(v)) < 0 || util_parse_u64(v, UINT32_MAX, &n) < 0 || !n)
+		return false;
+	snprintf(path, sizeof(path), "%s/merge.ini", dir);
+	if (util_read_file(path, 1 << 16, &text, NULL) == 0 && (w = strstr(text, "\nmigrations_written=")))
+		written = strtoull(w + 20, NULL, 10);
+	if (written >= n)
+		return false;
+	log_info("the live merge wrote %llu of the session's %llu live migrations: merging %s again",
+		 (unsigned long long)written, (unsigned long long)n, dir);
+	return true;
+}
+
 /* --live-merge: the follower's file, merged while tracing (daemon-live.c), becomes OUT (an
  * existing OUT is kept as OUT.old, as the merge does); 0 or 3 (clock unaligned, said) when it
  * did, -1 when stop has to merge. */
@@ -144,12 +166,8 @@ static int stop_take_live(const char *dir, const char *out, int compress)
 
 	if (session_ini_get(dir, "live_merge", state, sizeof(state)) < 0 || strncmp(state, "done", 4))
 		return -1;
-	/* The follower read session.ini when it started: a migration after that is not in its file
-	 * (no virtio_trace:migration, the destination QEMU's vCPU threads not followed) */
-	if (session_ini_get(dir, "migrations", live, sizeof(live)) == 0 && strcmp(live, "0")) {
-		log_info("the session followed a live migration after the live merge began: merging %s again", dir);
+	if (stop_live_missed_migration(dir))
 		return -1;
-	}
 	if ((merge_zstd_level(dir, compress) > 0) != (merge_zstd_level(dir, -1) > 0)) {
 		log_info("the live merge wrote %s: merging %s again %s", merge_zstd_level(dir, -1) ? "zstd" : "no zstd",
 			 dir, compress ? "with -z" : "uncompressed");

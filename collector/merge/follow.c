@@ -102,6 +102,31 @@ static void follow_snapshot(struct merge_ctx *m, struct follow *f)
 	f->snap_path[0] = '\0';
 }
 
+/* A live migration the daemon recorded since (session.ini): the destination QEMU's vCPU threads
+ * are the guest's at once; its sample is queued once the clock's fit has probes after the
+ * switch (the source QEMU, until it exits, reads the probes sent to the guest: the fit has no
+ * step before), at the end with clock.ini's. */
+static int follow_migrations(struct merge_ctx *m, struct follow *f)
+{
+	struct merge_vm *vm = &m->vm[0];
+	uint32_t n0 = vm->guest.nmig, n = merge_guest_reload_migrations(&vm->guest, f->dfd);
+	int r;
+
+	for (uint32_t k = n0; k < n0 + n; k++) {
+		if ((r = merge_vcpu_adopt(&vm->vcpu, &vm->guest, (int32_t)vm->guest.mig[k].to)) < 0)
+			return r;
+		log_info("live merge: the guest migrated to QEMU pid %u: its vCPU threads followed from here",
+			 vm->guest.mig[k].to);
+	}
+	/* placed only at the end (the kvm clock: its readings are read again at the end only): the
+	 * guest's records since were converted without the step, stop merges again (merge.ini) */
+	if (f->ended)
+		vm->migs.late += merge_migs_update(vm, UINT64_MAX);
+	else
+		merge_migs_update(vm, vm->guest.live_fit_until);
+	return 0;
+}
+
 static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd)
 {
 	unsigned long long size, ts;
@@ -146,6 +171,7 @@ static int follow_command(struct merge_ctx *m, struct follow *f, const char *cmd
 		merge_meta_clock(&m->vm[0].guest, f->dfd);
 		if (m->vm[0].guest.perf_clock_needed)
 			merge_meta_perf_clock(&m->vm[0].guest, f->dfd);
+		return follow_migrations(m, f);
 	}
 	return 0;
 }
@@ -353,6 +379,7 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 				m->live_bound_ns = MAX(m->live_bound_ns, m->vm[0].guest.perf_clock.error_bound_ns +
 									    m->vm[0].guest.perf_live_extra_ns);
 			}
+			r = follow_migrations(m, f);
 		}
 		if (r < 0)
 			return r;

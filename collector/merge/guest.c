@@ -69,6 +69,26 @@ static void load_migrations(struct merge_guest *g, const char *ini)
 	}
 }
 
+uint32_t merge_guest_reload_migrations(struct merge_guest *g, int dfd)
+{
+	_cleanup_free_ char *ini = NULL;
+	struct merge_guest *t;
+	uint32_t n0 = g->nmig;
+
+	if (g->machine_pid_stand_in || merge_input_read(dfd, g->dir, "session.ini", INI_MAX, &ini, NULL) < 0 ||
+	    !(t = calloc(1, sizeof(*t))))
+		return 0;
+	t->machine_pid = g->machine_pid;
+	load_migrations(t, ini);
+	/* the daemon appends: the ones known stay as they are, the chain must go on from them */
+	if (t->nmig > n0 && !memcmp(t->mig, g->mig, n0 * sizeof(*t->mig))) {
+		memcpy(g->mig, t->mig, t->nmig * sizeof(*t->mig));
+		g->nmig = t->nmig;
+	}
+	free(t);
+	return g->nmig - n0;
+}
+
 static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t whylen)
 {
 	_cleanup_free_ char *ini = NULL;

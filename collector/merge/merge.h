@@ -228,6 +228,9 @@ int merge_guest_remap(struct merge_guest *g, const uint8_t *used);
 /* Fills cpu->head (or pending loss); false when the cpu is exhausted. */
 bool merge_guest_peek(struct merge_guest *g, struct guest_cpu *c);
 void merge_guest_free(struct merge_guest *g);
+/* Following: session.ini read again for migrations the daemon recorded since (appended to the
+ * chain g has); how many are new. */
+uint32_t merge_guest_reload_migrations(struct merge_guest *g, int dfd);
 /* Following, after peek found c blocked: the earliest host time its next event can have. */
 uint64_t merge_guest_bound(struct merge_guest *g, struct guest_cpu *c);
 
@@ -289,6 +292,8 @@ uint64_t merge_meta_bound_time(struct merge_guest *g, uint32_t vcpu, uint64_t ra
 
 /* vCPU → host CPU, from the host recording: QEMU's "CPU n/KVM" threads (COMM records of
  * qemu_pid) and host sched:sched_switch samples of them. Bounded: per-vCPU state only. */
+#define MERGE_VCPU_OTHERS 256
+
 struct vcpu_tid {
 	int32_t tid;
 	uint32_t vcpu;
@@ -301,6 +306,13 @@ struct merge_vcpu {
 	uint64_t *first_ts;        /* pre-pass: time of its first host sched_switch */
 	struct vcpu_tid *by_tid;   /* sorted by tid */
 	size_t n_tids, cap_tids;
+	/* vCPU threads of other QEMUs (pid, tid, vCPU), the latest MERGE_VCPU_OTHERS: a QEMU the
+	 * guest migrates to later (a live merge learns of it late) is adopted from them */
+	struct vcpu_other {
+		int32_t pid, tid;
+		uint32_t vcpu;
+	} others[MERGE_VCPU_OTHERS];
+	size_t n_others;
 	uint32_t named;            /* vCPUs with a named thread */
 	int sw_attr;               /* host attr of sched:sched_switch, -1 */
 	uint32_t prev_pid_off, next_pid_off;
@@ -319,6 +331,12 @@ int merge_vcpu_init(struct merge_vcpu *v, const struct merge_guest *g, const str
 		    const struct tracing_data *td, int host_fd);
 /* Follows one timed host record (written in time order). */
 void merge_vcpu_host(struct merge_vcpu *v, const struct merge_host *h, const struct perf_event_header *rec);
+/* A host COMM record as it is written: a vCPU thread of the guest's QEMU (one started since the
+ * pre-pass) is learnt, another QEMU's kept for merge_vcpu_adopt. */
+void merge_vcpu_comm(struct merge_vcpu *v, const struct merge_guest *g, const struct perf_event_header *rec);
+/* The guest migrated to QEMU pid (g->mig has it now): its vCPU threads seen so far are the
+ * guest's. 0 or -ENOMEM. */
+int merge_vcpu_adopt(struct merge_vcpu *v, const struct merge_guest *g, int32_t pid);
 /* Host CPU of vcpu at the current time; the vCPU number when unknown (counted). */
 uint32_t merge_vcpu_cpu(struct merge_vcpu *v, uint32_t vcpu);
 /* The vCPU whose thread is host tid, -1 when none of this VM's. */

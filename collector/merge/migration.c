@@ -15,8 +15,8 @@
 #include "out.h"
 #include "util.h"
 
-/* The raw data after the common fields: from_pid, to_pid, blackout_ns, switch_ns, index. */
-#define MIG_RAW_LEN 36u
+/* The raw data: the common fields, from_pid, to_pid, blackout_ns, start_ns, switch_ns, index. */
+#define MIG_RAW_LEN 44u
 /* A step under this is a rate change's seam, not a paused guest (a migration's pause is
  * milliseconds: docs/migration.md) */
 #define MIG_STEP_MIN_NS 100000ull
@@ -37,9 +37,11 @@ static int mig_format(struct merge_migs *x)
 		   "\tfield:int from_pid;\toffset:8;\tsize:4;\tsigned:1;\n"
 		   "\tfield:int to_pid;\toffset:12;\tsize:4;\tsigned:1;\n"
 		   "\tfield:u64 blackout_ns;\toffset:16;\tsize:8;\tsigned:0;\n"
-		   "\tfield:u64 switch_ns;\toffset:24;\tsize:8;\tsigned:0;\n"
-		   "\tfield:unsigned int index;\toffset:32;\tsize:4;\tsigned:0;\n\n"
-		   "print fmt: \"QEMU %%d -> %%d, blackout %%llu ns\", REC->from_pid, REC->to_pid, REC->blackout_ns\n",
+		   "\tfield:u64 start_ns;\toffset:24;\tsize:8;\tsigned:0;\n"
+		   "\tfield:u64 switch_ns;\toffset:32;\tsize:8;\tsigned:0;\n"
+		   "\tfield:unsigned int index;\toffset:40;\tsize:4;\tsigned:0;\n\n"
+		   "print fmt: \"QEMU %%d -> %%d, blackout %%llu ns at %%llu\", REC->from_pid, REC->to_pid, "
+		   "REC->blackout_ns, REC->start_ns\n",
 		x->new_id);
 	return fclose(f) < 0 || !x->text ? -ENOMEM : 0;
 }
@@ -87,6 +89,26 @@ static void mig_place(const struct merge_guest *g, uint32_t k, struct merge_mig_
 	}
 }
 
+uint32_t merge_migs_update(struct merge_vm *vm, uint64_t fitted_until)
+{
+	const struct merge_guest *g = &vm->guest;
+	struct merge_migs *x = &vm->migs;
+	uint32_t n0 = x->n;
+
+	for (; x->on && x->n < g->nmig && x->n < MERGE_MAX_MIGRATIONS && g->mig[x->n].mono_ns < fitted_until; x->n++) {
+		struct merge_mig_out *b = &x->b[x->n];
+
+		mig_place(g, x->n, b);
+		b->at = b->start;
+		b->from = g->mig[x->n].from;
+		b->to = g->mig[x->n].to;
+		b->switch_ns = g->mig[x->n].mono_ns;
+	}
+	return x->n - n0;
+}
+
+/* A VM whose session migrated, or a live merge's (one may come while it follows: the attr is
+ * there from the start, its ids in the first ID_INDEX), gets the attr and the format. */
 int merge_migs_prepare(struct merge_ctx *m)
 {
 	for (size_t v = 0; v < m->n_vm; v++) {
@@ -96,7 +118,7 @@ int merge_migs_prepare(struct merge_ctx *m)
 		char sys[sizeof(vm->sys_prefix) + 16];
 		int r;
 
-		if (!g->present || !g->nmig || m->as_host || !m->have_td)
+		if (!g->present || !(g->nmig || g->follow) || m->as_host || !m->have_td)
 			continue;
 		if (!(x->new_id = merge_out_new_id(m)))
 			continue; /* no id left: the migrations stay in session.ini alone */
@@ -105,14 +127,8 @@ int merge_migs_prepare(struct merge_ctx *m)
 		snprintf(sys, sizeof(sys), "%svirtio_trace", vm->sys_prefix);
 		if ((r = tracing_data_add_event(&m->td, sys, x->text, x->text_len)) < 0)
 			return r;
-		for (uint32_t k = 0; k < g->nmig && k < MERGE_MAX_MIGRATIONS; k++) {
-			mig_place(g, k, &x->b[k]);
-			x->b[k].from = g->mig[k].from;
-			x->b[k].to = g->mig[k].to;
-			x->b[k].switch_ns = g->mig[k].mono_ns;
-		}
-		x->n = MIN(g->nmig, (uint32_t)MERGE_MAX_MIGRATIONS);
 		x->on = true;
+		merge_migs_update(vm, UINT64_MAX);
 	}
 	return 0;
 }
@@ -123,7 +139,7 @@ bool merge_migs_peek(const struct merge_vm *vm, uint64_t *ret_ts)
 
 	if (!x->on || x->next >= x->n)
 		return false;
-	*ret_ts = x->b[x->next].start;
+	*ret_ts = x->b[x->next].at;
 	return true;
 }
 
@@ -145,19 +161,20 @@ int merge_migs_emit(struct merge_ctx *m, struct merge_vm *vm)
 	memcpy(p, &h, 8);
 	memcpy(p + 8, &id, 8);
 	memcpy(p + 16, &zero, 8); /* guest pid/tid 0: the machine's, no task's */
-	memcpy(p + 24, &b->start, 8);
+	memcpy(p + 24, &b->at, 8);
 	memcpy(p + 32, &zero, 8); /* vCPU 0 */
 	memcpy(p + 40, &period, 8);
 	memcpy(p + 48, &raw_len, 4);
 	memcpy(p + 52, &new_id, 2); /* common_type */
 	memcpy(p + 52 + 8, pids, 8);
 	memcpy(p + 52 + 16, &b->len, 8);
-	memcpy(p + 52 + 24, &b->switch_ns, 8);
-	memcpy(p + 52 + 32, &index, 4);
+	memcpy(p + 52 + 24, &b->start, 8);
+	memcpy(p + 52 + 32, &b->switch_ns, 8);
+	memcpy(p + 52 + 40, &index, 4);
 	x->next++;
 	m->guest_samples++;
-	m->last_ts = MAX(m->last_ts, b->start);
-	return merge_out_emit(m, p, b->start);
+	m->last_ts = MAX(m->last_ts, b->at);
+	return merge_out_emit(m, p, b->at);
 }
 
 void merge_migs_summary(const struct merge_vm *vm)

@@ -24,6 +24,7 @@ struct merge_exits {
  * <prefix>virtio_trace:migration, after its exit samples' attr; each at its blackout's start. */
 struct merge_mig_out {
 	uint64_t start, len; /* the blackout in host time (len 0: not measured, start = switch_ns) */
+	uint64_t at;         /* the sample's time: start, later when a live merge learnt of it late */
 	uint64_t switch_ns;  /* when the session took the destination QEMU */
 	uint32_t from, to;
 };
@@ -35,6 +36,7 @@ struct merge_migs {
 	size_t text_len;
 	struct merge_mig_out b[MERGE_MAX_MIGRATIONS];
 	uint32_t n, next; /* next: the first not written yet */
+	uint32_t late;    /* following: placed at the end only (not counted in merge.ini) */
 };
 
 /* One guest of the merge (a VM): the session dir's own, then each merge --guest DIR. Each is its
@@ -150,6 +152,10 @@ size_t merge_out_vm_n_migs(const struct merge_vm *vm);
 /* migration.c: after the exit samples, each VM's migrations placed on its clock map (their
  * format into m->td); 0 or -ENOMEM. Peek/emit: the VM's next one, in time, as a guest source. */
 int merge_migs_prepare(struct merge_ctx *m);
+/* The migrations of vm's guest not placed yet (following: session.ini gained them since,
+ * guest.c reloaded them) placed on its clock map as it is now and queued, those before
+ * fitted_until only (the fit has probes after their switch: the step); how many. */
+uint32_t merge_migs_update(struct merge_vm *vm, uint64_t fitted_until);
 bool merge_migs_peek(const struct merge_vm *vm, uint64_t *ret_ts);
 int merge_migs_emit(struct merge_ctx *m, struct merge_vm *vm);
 void merge_migs_summary(const struct merge_vm *vm);

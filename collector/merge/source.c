@@ -30,6 +30,8 @@ int merge_source_host_emit(struct merge_ctx *m, struct host_rec *q, bool immedia
 	}
 	for (size_t v = 0; !immediate && h->type == PERF_RECORD_SAMPLE && v < m->n_vm; v++)
 		merge_vcpu_host(&m->vm[v].vcpu, &m->host, h);
+	for (size_t v = 0; h->type == PERF_RECORD_COMM && v < m->n_vm; v++) /* a QEMU started since */
+		merge_vcpu_comm(&m->vm[v].vcpu, &m->vm[v].guest, h);
 	m->host_written += h->type == PERF_RECORD_SAMPLE;
 	if ((r = merge_out_emit(m, q->data, immediate ? 0 : q->ts)) < 0 || immediate)
 		return r;
@@ -143,7 +145,7 @@ static void src_migs_raise(const struct merge_source *s, uint64_t ts)
 	struct merge_migs *x = s->state;
 
 	if (x->next < x->n)
-		x->b[x->next].start = MAX(x->b[x->next].start, ts);
+		x->b[x->next].at = MAX(x->b[x->next].at, ts);
 }
 
 static void *src_migs_state(struct merge_vm *vm, size_t i)

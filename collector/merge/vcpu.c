@@ -150,8 +150,22 @@ static bool guest_qemu_pid(const struct merge_guest *g, uint32_t pid)
 	return false;
 }
 
-/* A COMM of a vCPU thread of the guest's QEMU (any of them, after migrations): records its tid
- * (kept sorted for the switch lookups); the latest names the vCPU's thread. */
+/* Thread tid is vCPU n's (kept sorted for the switch lookups); the latest names the vCPU's thread. */
+static void learn_tid(struct merge_vcpu *v, uint32_t n, int32_t tid)
+{
+	if (vcpu_of_tid(v, tid) >= 0)
+		return;
+	if (v->tid[n] < 0)
+		v->named++;
+	v->tid[n] = tid;
+	if (v->n_tids < v->cap_tids) {
+		v->by_tid[v->n_tids++] = (struct vcpu_tid){ tid, n };
+		qsort(v->by_tid, v->n_tids, sizeof(*v->by_tid), cmp_tid);
+	}
+}
+
+/* A COMM of a vCPU thread of the guest's QEMU (any of them, after migrations): learnt; of
+ * another QEMU: kept among the others (the oldest makes room). */
 static void learn_comm(struct merge_vcpu *v, const struct merge_guest *g, const struct perf_event_header *e)
 {
 	const uint8_t *p = (const uint8_t *)e;
@@ -162,16 +176,42 @@ static void learn_comm(struct merge_vcpu *v, const struct merge_guest *g, const 
 		return;
 	memcpy(pt, p + 8, 8);
 	n = vcpu_of_name((const char *)p + 16, strnlen((const char *)p + 16, e->size - 16u));
-	if (!guest_qemu_pid(g, pt[0]) || n < 0 || (uint32_t)n >= v->n || (int32_t)pt[1] <= 0 ||
-	    vcpu_of_tid(v, (int32_t)pt[1]) >= 0)
+	if (n < 0 || (uint32_t)n >= v->n || (int32_t)pt[1] <= 0 || (int32_t)pt[0] <= 0)
 		return;
-	if (v->tid[n] < 0)
-		v->named++;
-	v->tid[n] = (int32_t)pt[1];
-	if (v->n_tids < v->cap_tids) {
-		v->by_tid[v->n_tids++] = (struct vcpu_tid){ (int32_t)pt[1], (uint32_t)n };
-		qsort(v->by_tid, v->n_tids, sizeof(*v->by_tid), cmp_tid);
+	if (guest_qemu_pid(g, pt[0])) {
+		learn_tid(v, (uint32_t)n, (int32_t)pt[1]);
+		return;
 	}
+	if (v->n_others == MERGE_VCPU_OTHERS)
+		memmove(v->others, v->others + 1, --v->n_others * sizeof(*v->others));
+	v->others[v->n_others++] = (struct vcpu_other){ (int32_t)pt[0], (int32_t)pt[1], (uint32_t)n };
+}
+
+void merge_vcpu_comm(struct merge_vcpu *v, const struct merge_guest *g, const struct perf_event_header *rec)
+{
+	if (v->n && v->by_tid && rec->type == PERF_RECORD_COMM)
+		learn_comm(v, g, rec);
+}
+
+int merge_vcpu_adopt(struct merge_vcpu *v, const struct merge_guest *g, int32_t pid)
+{
+	size_t cap = 2 * (size_t)v->n * (1 + g->nmig);
+	struct vcpu_tid *b;
+
+	if (!v->n || !v->by_tid)
+		return 0;
+	if (cap > v->cap_tids) {
+		if (!(b = realloc(v->by_tid, cap * sizeof(*b))))
+			return -ENOMEM;
+		v->by_tid = b;
+		v->cap_tids = cap;
+	}
+	for (size_t i = 0; i < v->n_others; i++)
+		if (v->others[i].pid == pid)
+			learn_tid(v, v->others[i].vcpu, v->others[i].tid);
+	if (v->why[0] && v->named && v->sw_attr >= 0 && !g->machine_pid_stand_in)
+		v->why[0] = '\0'; /* no thread of the first QEMU was named, the destination's are */
+	return 0;
 }
 
 static int cmp_tid(const void *a, const void *b)

@@ -238,11 +238,11 @@ static void vm_info(const struct merge_ctx *m, const struct merge_vm *vm, const 
 	fprintf(f, "output=%s\nclock_method=%s\nclock_aligned=%d\nclock_recovered=%d\nclock_samples=%" PRIu64
 		   "\nclock_error_bound_ns=%" PRIu64 "\nguest_outside_window=%" PRIu64 "\nvcpu_cpu=%s\n"
 		   "vcpu_fallback_records=%" PRIu64 "\nguest_samples=%" PRIu64 "\nclock_live_error_bound_ns=%" PRIu64 "\n"
-		   "exit_samples=%" PRIu64 "\n",
+		   "exit_samples=%" PRIu64 "\nmigrations_written=%u\n",
 		output, g->clock_aligned ? g->clock.method : "none", g->clock_aligned, g->clock_recovered,
 		g->clock.samples, g->clock.error_bound_ns, g->loss.outside_window,
 		m->as_host ? "guest_as_host" : vm->vcpu.why[0] ? "fallback" : "host_sched_switch", vm->vcpu.fallback_samples, vm->samples,
-		m->live_bound_ns, vm->exits.samples);
+		m->live_bound_ns, vm->exits.samples, vm->migs.next - MIN(vm->migs.late, vm->migs.next));
 	/* ring pages per vCPU: read (bad ones apart), dropped by the flight recorder, missing */
 	for (uint32_t i = 0; i < g->ncpus; i++)
 		fprintf(f, "cpu%u.pages_read=%" PRIu64 "\ncpu%u.pages_bad=%" PRIu64 "\ncpu%u.pages_dropped=%" PRIu64 "\n",

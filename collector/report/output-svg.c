@@ -102,6 +102,10 @@ static void svg_culprit_label(const struct report *r, const struct report_stall 
 {
 	char vm[48];
 
+	if (st->cause == REPORT_MIGRATION) {
+		fprintf(out, "live migration, QEMU %d -&gt; %d", st->mig_from, st->mig_to);
+		return;
+	}
 	if (st->culprit_vm < 0 || st->culprit_vm == (int32_t)st->vm) {
 		svg_text(out, st->culprit.comm);
 		return;
@@ -138,7 +142,7 @@ static void svg_stall(const struct report *r, struct svg *s, const struct report
 	fprintf(s->out, " (%d)</title>\n<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"#ff0000\" "
 		       "fill-opacity=\"0.35\"/>\n<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"8\" fill=\"#e00000\"/>\n",
 		st->guest_pid, x0, y, x1 - x0, SVG_BAND + 14, x0, y - 9, x1 - x0);
-	if (x1 - x0 >= 40 && st->culprit.pid >= 0) {
+	if (x1 - x0 >= 40 && (st->culprit.pid >= 0 || st->cause == REPORT_MIGRATION)) {
 		fprintf(s->out, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"10\" fill=\"#900000\">", x0 + 1, y + SVG_BAND + 24);
 		svg_culprit_label(r, st, s->out);
 		fputs("</text>\n", s->out);

@@ -42,7 +42,7 @@ struct fmt {
 	uint32_t id;
 	int32_t prev_pid, prev_comm, prev_state, next_pid, next_comm, pid, reason, target_cpu, isa;
 	uint32_t state_size, reason_size;
-	int32_t from_pid, to_pid, blackout; /* <prefix>virtio_trace:migration */
+	int32_t from_pid, to_pid, blackout, start; /* <prefix>virtio_trace:migration */
 };
 
 struct rid {
@@ -146,6 +146,7 @@ static int find_formats(const char *sys, const struct td_text *t, void *ud)
 			m->from_pid = field_off(&f, "from_pid", 4, 4, NULL);
 			m->to_pid = field_off(&f, "to_pid", 4, 4, NULL);
 			m->blackout = field_off(&f, "blackout_ns", 8, 8, NULL);
+			m->start = field_off(&f, "start_ns", 8, 8, NULL);
 			d->mig_id[d->n_mig++] = f.id;
 		}
 		return 0;
@@ -437,7 +438,8 @@ static void on_sample(struct report_feed *d, const struct perf_event_header *e)
 		if (d->kinds[id->attr] == K_MIGRATION) { /* the merge's, not the guest's: no guest record */
 			const struct fmt *f = &d->f[K_MIGRATION];
 
-			report_migration(r, (uint32_t)id->vm, s.time, raw_s32(&s, f->from_pid, -1), raw_s32(&s, f->to_pid, -1),
+			report_migration(r, (uint32_t)id->vm, s.time, (uint64_t)raw_long(&s, f->start, 8, (int64_t)s.time),
+					 raw_s32(&s, f->from_pid, -1), raw_s32(&s, f->to_pid, -1),
 					 (uint64_t)raw_long(&s, f->blackout, 8, 0));
 			return;
 		}

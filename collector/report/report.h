@@ -190,9 +190,11 @@ void report_host_lost(struct report *r, uint64_t t);
 void report_guest_switch(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t t, int32_t next_pid,
 			 const char *next_comm);
 void report_guest_task(struct report *r, uint32_t vm, uint32_t vcpu, uint64_t t, int32_t pid, const char *comm);
-/* VM vm's guest migrated at t from QEMU from to QEMU to, paused blackout_ns (0: not measured):
- * a "migration" stall on each vCPU over it, and to's vCPU threads followed from then on. */
-void report_migration(struct report *r, uint32_t vm, uint64_t t, int32_t from, int32_t to, uint64_t blackout_ns);
+/* The file says at t that VM vm's guest migrated from QEMU from to QEMU to, paused blackout_ns
+ * (0: not measured) from start (at or before t: a live merge may learn of it late): a
+ * "migration" stall on each vCPU over it, and to's vCPU threads followed from t on. */
+void report_migration(struct report *r, uint32_t vm, uint64_t t, uint64_t start, int32_t from, int32_t to,
+		      uint64_t blackout_ns);
 void report_end(struct report *r);
 void report_note(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *report_cause_name(enum report_cause c);

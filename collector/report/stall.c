@@ -778,7 +778,8 @@ static void migration_stall(struct report *r, uint32_t vm, uint32_t c, uint64_t 
 		stall_push(&m->pending, &m->n_pending, &m->cap_pending, &s);
 }
 
-void report_migration(struct report *r, uint32_t vm, uint64_t t, int32_t from, int32_t to, uint64_t blackout_ns)
+void report_migration(struct report *r, uint32_t vm, uint64_t t, uint64_t start, int32_t from, int32_t to,
+		      uint64_t blackout_ns)
 {
 	struct report_vm *m;
 
@@ -789,8 +790,8 @@ void report_migration(struct report *r, uint32_t vm, uint64_t t, int32_t from, i
 	for (uint32_t c = 0; c < m->n_vcpus; c++) {
 		struct report_vcpu *v = &m->vcpus[c];
 
-		if (blackout_ns && blackout_ns <= UINT64_MAX - t)
-			migration_stall(r, vm, c, t, from, to, blackout_ns);
+		if (blackout_ns && start <= t && blackout_ns <= UINT64_MAX - start)
+			migration_stall(r, vm, c, start, from, to, blackout_ns);
 		/* the source's thread is no longer this vCPU: whatever it was doing is not judged */
 		if (v->tid > 0) {
 			map_forget(r, v->tid);

@@ -119,7 +119,7 @@ check "guest samples interleave with host events" bash -c '"$1" script -i "$2" -
 # 3 (before 2, which ends the guest): --live-merge with guest perf. The follower merges the
 # perf streams while tracing (each CPU's perf flush marker is its horizon) and stop hands out
 # its file: the spin's samples within their markers, and the same events as an offline merge.
-event_counts() { "$PERF" script -i "$1" -F event 2>/dev/null | sed 's/[: ]*$//' | sort | uniq -c; }
+event_counts() { "$PERF" script -i "$1" -F event 2>/dev/null | sed 's/^ *//; s/[: ]*$//' | sort | uniq -c; }
 lsess=$(e2e_start -e 'sched:sched_switch' --guest-perf --live-merge)
 check_out "start --guest-perf --live-merge" "^$VM/sessions/" echo "$lsess"
 check "guest: vt-spin on each vCPU for 1.5 s" e2e_spin 1500
