@@ -7,7 +7,7 @@
  *   SCHED_SWITCH_FORMAT \0 SPOOL_BYTES
  * as guest/events/sched/sched_switch/format and cpu0.spool. The output goes to a scratch file.
  * Each input is merged twice: alone, and as two VMs (merge --guest g2, a second session dir of
- * another QEMU pid whose guest/ and cpu0.spool are the same files). */
+ * another QEMU pid whose guest/ and cpu0.spool are the same files). Each VM migrated once. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,11 +21,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Each migrated once (the merge writes a virtio_trace:migration sample of each VM, at the
+ * switch: no clock step without a clock) */
 static const char session_ini[] = "vm=fuzz\nsession_id=1\nncpus=1\npage_size=4096\nqemu_pid=4242\n"
-				  "guest_clock=mono\nclock_method=none\nstate=stopped\n";
+				  "guest_clock=mono\nclock_method=none\nstate=stopped\nmigrations=1\n"
+				  "migration_0=1000000000 4242 4250\n";
 
 static const char session_ini_g2[] = "vm=fuzz2\nsession_id=1\nncpus=1\npage_size=4096\nqemu_pid=4243\n"
-				     "guest_clock=mono\nclock_method=none\nstate=stopped\n";
+				     "guest_clock=mono\nclock_method=none\nstate=stopped\nmigrations=1\n"
+				     "migration_0=1000000000 4243 4251\n";
 
 static void setup_dir(void)
 {
