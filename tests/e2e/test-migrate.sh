@@ -192,8 +192,12 @@ else
 	check_out "the live merge followed the destination's vCPU threads" "live merge: the guest migrated to QEMU pid $dst_q" cat "$sess/live-merge.log"
 	check "stop: the live merge's file, with the migration (not merged again)" bash -c '! grep -q "live migrations: merging" <<<"$1"' _ "$sum"
 fi
-check_out "merge: the session merged offline" "migrated: QEMU $src_q -> $dst_q at" tc merge "$sess" -o "$T/offline.data"
-for f in "$out" "$T/offline.data"; do
+files=("$out")
+if [ "$mode" != flight ]; then # (a flight recorder's stop file is an offline merge already)
+	check_out "merge: the session merged offline" "migrated: QEMU $src_q -> $dst_q at" tc merge "$sess" -o "$T/offline.data"
+	files+=("$T/offline.data")
+fi
+for f in "${files[@]}"; do
 	tc report --json "$f" >"$T/report.json" 2>"$T/report.err"
 	check "$(basename "$f"): the migration in the file, a migration stall on each vCPU in the report, the destination's vCPU threads followed after it" \
 		python3 "$E2E_DIR/check-migration-report.py" "$PERF" "$f" "$T/report.json" "$src_q" "$dst_q" \
