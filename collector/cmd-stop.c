@@ -2,6 +2,7 @@
 /* trace-collector stop: the daemon stops the agent and host perf and finalizes the
  * session; this process then runs the merge (the same code as 'merge', the recovery path). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,14 +140,16 @@ static void stop_output(const char *dir, const char *opt, char *buf, size_t size
 static bool stop_live_missed_migration(const char *dir)
 {
 	_cleanup_free_ char *text = NULL;
-	char v[32], path[PATH_MAX + 16];
+	char v[32], path[PATH_MAX + 16], why[200];
 	uint64_t n = 0, written = 0;
 	const char *w;
 
 	if (session_ini_get(dir, "migrations", v, sizeof(v)) < 0 || util_parse_u64(v, UINT32_MAX, &n) < 0 || !n)
 		return false;
+	/* a regular file only, as session.ini: nothing planted there holds stop */
 	snprintf(path, sizeof(path), "%s/merge.ini", dir);
-	if (util_read_file(path, 1 << 16, &text, NULL) == 0 && (w = strstr(text, "\nmigrations_written=")))
+	if (util_read_input_at(AT_FDCWD, path, 1 << 16, &text, NULL, why, sizeof(why)) == 0 &&
+	    (w = strstr(text, "\nmigrations_written=")))
 		written = strtoull(w + 20, NULL, 10);
 	if (written >= n)
 		return false;

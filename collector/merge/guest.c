@@ -48,11 +48,13 @@ static int ini_u64(const char *text, const char *key, uint64_t max, uint64_t *re
 	return r < 0 ? r : util_parse_u64(v, max, ret);
 }
 
-/* session.ini's migration_N lines ("MONO_NS FROM_PID TO_PID", each from the one before): those
- * that parse and chain, in order; the rest ignored (the guest's data does not depend on them). */
-static void load_migrations(struct merge_guest *g, const char *ini)
+/* session.ini's migration_N lines ("MONO_NS FROM_PID TO_PID", each from the one before, the
+ * first from first_pid) into mig: those that parse and chain, in order; the rest ignored (the
+ * guest's data does not depend on them). How many. */
+static uint32_t parse_migrations(const char *ini, uint64_t first_pid, struct merge_migration *mig)
 {
-	uint64_t n = 0, prev = g->machine_pid;
+	uint64_t n = 0, prev = first_pid;
+	uint32_t got = 0;
 
 	(void)ini_u64(ini, "migrations", MERGE_MAX_MIGRATIONS, &n);
 	for (uint32_t i = 0; i < n; i++) {
@@ -64,28 +66,26 @@ static void load_migrations(struct merge_guest *g, const char *ini)
 		if (ini_get(ini, key, v, sizeof(v)) < 0 || sscanf(v, "%llu %u %u%c", &mono, &from, &to, &tail) != 3 ||
 		    from != prev || !to || to > INT32_MAX || to == from)
 			break;
-		g->mig[g->nmig++] = (struct merge_migration){ mono, from, to };
+		mig[got++] = (struct merge_migration){ mono, from, to };
 		prev = to;
 	}
+	return got;
 }
 
 uint32_t merge_guest_reload_migrations(struct merge_guest *g, int dfd)
 {
 	_cleanup_free_ char *ini = NULL;
-	struct merge_guest *t;
-	uint32_t n0 = g->nmig;
+	struct merge_migration mig[MERGE_MAX_MIGRATIONS];
+	uint32_t n0 = g->nmig, n;
 
-	if (g->machine_pid_stand_in || merge_input_read(dfd, g->dir, "session.ini", INI_MAX, &ini, NULL) < 0 ||
-	    !(t = calloc(1, sizeof(*t))))
+	if (g->machine_pid_stand_in || merge_input_read(dfd, g->dir, "session.ini", INI_MAX, &ini, NULL) < 0)
 		return 0;
-	t->machine_pid = g->machine_pid;
-	load_migrations(t, ini);
+	n = parse_migrations(ini, g->machine_pid, mig);
 	/* the daemon appends: the ones known stay as they are, the chain must go on from them */
-	if (t->nmig > n0 && !memcmp(t->mig, g->mig, n0 * sizeof(*t->mig))) {
-		memcpy(g->mig, t->mig, t->nmig * sizeof(*t->mig));
-		g->nmig = t->nmig;
+	if (n > n0 && !memcmp(mig, g->mig, n0 * sizeof(*mig))) {
+		memcpy(g->mig, mig, n * sizeof(*mig));
+		g->nmig = n;
 	}
-	free(t);
 	return g->nmig - n0;
 }
 
@@ -116,7 +116,7 @@ static int load_session_ini(struct merge_guest *g, int dfd, char *why, size_t wh
 	g->machine_pid = pid ? pid : MACHINE_PID_STAND_IN;
 	g->machine_pid_stand_in = pid == 0;
 	if (pid)
-		load_migrations(g, ini);
+		g->nmig = parse_migrations(ini, g->machine_pid, g->mig);
 	g->session_read = true;
 	if (ini_get(ini, "vm", g->vm_name, sizeof(g->vm_name)) < 0)
 		g->vm_name[0] = '\0';

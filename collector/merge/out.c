@@ -235,7 +235,7 @@ size_t merge_out_vm_n_migs(const struct merge_vm *vm)
 	return vm->migs.on ? 1 : 0;
 }
 
-/* A VM's attrs in the output: tracepoints, guest perf events, exit samples. */
+/* A VM's attrs in the output: tracepoints, guest perf events, exit samples, migrations. */
 static size_t vm_n_attrs(const struct merge_vm *vm)
 {
 	return merge_out_vm_n_events(vm) + merge_out_vm_n_perf(vm) + merge_out_vm_n_exits(vm) + merge_out_vm_n_migs(vm);
