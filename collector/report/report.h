@@ -180,7 +180,14 @@ long report_vm_of_qemu(const struct report *r, int32_t pid);
 void report_vm_name(struct report *r, uint32_t vm, const char *name);
 /* The name of a VM index, else its QEMU pid (a QEMU pid when vm < 0), in buf. */
 const char *report_vm_label(const struct report *r, long vm, int32_t machine_pid, char *buf, size_t len);
+/* vms.c: the VMs and the vCPU thread map; stall.c and read.c call in. */
 int report_vcpu_thread(struct report *r, uint32_t vm, uint32_t vcpu, int32_t tid);
+/* The vCPU (and its VM index) of a mapped thread tid, or NULL. */
+struct report_vcpu *report_map_find(const struct report *r, int32_t tid, uint32_t *ret_vm);
+/* Thread tid is no vCPU's any more (its QEMU migrated away). */
+void report_map_forget(struct report *r, int32_t tid);
+/* A name from the file into dst (REPORT_COMM): printable ASCII only, the rest '?'. */
+void report_comm_clean(char *dst, const char *src);
 int report_foreign_thread(struct report *r, int32_t pid, int32_t tid, int32_t vcpu);
 void report_host_switch(struct report *r, uint64_t t, uint32_t cpu, int32_t prev_pid, const char *prev_comm,
 			int64_t prev_state, int32_t next_pid, const char *next_comm);
