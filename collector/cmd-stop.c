@@ -140,15 +140,17 @@ static void stop_output(const char *dir, const char *opt, char *buf, size_t size
 static bool stop_live_missed_migration(const char *dir)
 {
 	_cleanup_free_ char *text = NULL;
-	char v[32], path[PATH_MAX + 16], why[200];
+	_cleanup_close_ int dfd = -1;
+	char v[32], why[200];
 	uint64_t n = 0, written = 0;
 	const char *w;
 
 	if (session_ini_get(dir, "migrations", v, sizeof(v)) < 0 || util_parse_u64(v, UINT32_MAX, &n) < 0 || !n)
 		return false;
-	/* a regular file only, as session.ini: nothing planted there holds stop */
-	snprintf(path, sizeof(path), "%s/merge.ini", dir);
-	if (util_read_input_at(AT_FDCWD, path, 1 << 16, &text, NULL, why, sizeof(why)) == 0 &&
+	/* a regular file in the session dir, not reached through a link (util_read_input_at walks
+	 * beneath dfd with O_NOFOLLOW): nothing planted there holds or steers stop */
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0 &&
+	    util_read_input_at(dfd, "merge.ini", 1 << 16, &text, NULL, why, sizeof(why)) == 0 &&
 	    (w = strstr(text, "\nmigrations_written=")))
 		written = strtoull(w + 20, NULL, 10);
 	if (written >= n)
