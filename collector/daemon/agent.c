@@ -302,8 +302,8 @@ static void daemon_agent_gone(void *userdata, int err)
 {
 	struct daemon *d = userdata;
 
-	if (d->agent_gone)
-		return;
+	if (d->agent_gone || daemon_migration_port_ended(d, -1))
+		return; /* (the source's end of a socket: the destination's connection takes over) */
 	d->agent_gone = true;
 	log_warn("agent-ctl-path closed: %s (QEMU gone?)", strerror(-err));
 }

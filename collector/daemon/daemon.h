@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Private header of the daemon's files (collector/daemon/). Each calls only those before it:
- * core.c, stop.c, streams.c, start.c, agent.c, tick.c, daemon.c (daemon-*.c sit above core.c). */
+ * core.c, migrate.c, stop.c, streams.c, start.c, agent.c, tick.c, daemon.c (daemon-*.c sit above
+ * core.c). */
 #pragma once
 
 #define SEC 1000000000ull /* ns */
@@ -123,6 +124,15 @@ struct daemon {
 		uint64_t burst_ns;       /* when it began */
 		pid_t exe_of;            /* the QEMU whose binary exe is */
 		char exe[256];           /* its /proc/PID/exe, read while it ran ("" unknown) */
+		/* sockets: the destination rebinds the VM's socket names (IN_CREATE in sock/); the
+		 * daemon connects to each before it runs (so the guest never sees the host side
+		 * close) and moves over when the guest sends there, a source port ends, or the
+		 * source exits. Index 0 agent-ctl-path, 1 + k stream k; -1 not connected. */
+		int sock_fd[1 + 2 * COLLECTOR_MAX_CPUS];
+		struct event *sock_ev[1 + 2 * COLLECTOR_MAX_CPUS]; /* readable: the guest runs there */
+		bool switch_due;         /* a source port ended with the destination connected */
+		bool look_due;           /* a name came in sock/ since the last look (sockets) */
+		bool armed;              /* daemon_migration_arm ran (the fds above are set) */
 	} mg;
 };
 
@@ -211,8 +221,15 @@ void daemon_migration_seen(struct daemon *d, pid_t pid);
 /* QEMU pid `gone` exited: when another process holds the VM's ports, the guest migrated there;
  * the session follows it (true). False: QEMU gone. */
 bool daemon_migration_follow(struct daemon *d, pid_t gone);
-/* Each tick: a destination that exited (a failed or cancelled migration) is forgotten. */
+/* Each tick: a destination that exited (a failed or cancelled migration) is forgotten; sockets:
+ * the destination's names not connected yet are tried again. */
 void daemon_migration_tick(struct daemon *d);
+/* Sockets: port k's source end closed (k -1: agent-ctl-path): true when the destination is
+ * connected (the switch to it is done from the loop: daemon_migration_due); false: the port is
+ * gone. */
+bool daemon_migration_port_ended(struct daemon *d, int k);
+/* From the loop: the switch a port's end asked for. */
+void daemon_migration_due(struct daemon *d);
 /* A probe reply during a migration's burst: the next probe sent; true when it was the burst's. */
 bool daemon_migration_probe_reply(struct daemon *d);
 

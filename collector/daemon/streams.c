@@ -92,6 +92,8 @@ static void daemon_spool_failed(struct daemon *d, unsigned k, int err)
 	const char *pre = k < COLLECTOR_MAX_CPUS ? "" : "perf-";
 	char reason[128];
 
+	if ((err == -EPIPE || err == -ECONNRESET) && daemon_migration_port_ended(d, (int)k))
+		return; /* the source's end of a socket: the destination's connection takes over */
 	if (err == -EPIPE || err == -ECONNRESET) {
 		d->data_gone[k] = true;
 		log_warn("cpu%u: %s%u closed (QEMU gone?)", cpu, daemon_stream_port(k), cpu);
@@ -130,6 +132,7 @@ void daemon_deferred(evutil_socket_t fd, short what, void *arg)
 		if (err)
 			daemon_spool_failed(d, k, err);
 	}
+	daemon_migration_due(d);
 	if (d->deferred_cut[0]) {
 		snprintf(reason, sizeof(reason), "%s", d->deferred_cut);
 		d->deferred_cut[0] = '\0';

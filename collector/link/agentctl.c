@@ -285,6 +285,44 @@ fail:
 	return -ENOMEM;
 }
 
+/* The control stream continues over fd (a live migration's destination, socket transport): the
+ * frames the old descriptor still holds are read and handled first (at most 64 reads), then fd
+ * replaces it. Output half written to the old one is dropped whole (its tail alone would be
+ * garbage to the agent); output not begun goes to fd. */
+int agentctl_hand_over(struct agentctl *a, struct event_base *base, int fd)
+{
+	enum vt_read_result res;
+	struct vt_msg m;
+	char legacy;
+	uint8_t *p;
+	size_t room;
+	ssize_t n;
+
+	for (int round = 0; round < 64 && vt_reader_space(&a->rd, &p, &room) == 0; round++) {
+		n = util_xfer_step(read(a->port->rfd, p, room));
+		if (n == 0)
+			continue;
+		if (n < 0)
+			break; /* EAGAIN, or the old end closed */
+		a->last_rx_ns = util_now_ns(CLOCK_MONOTONIC);
+		vt_reader_commit(&a->rd, (size_t)n);
+		while ((res = vt_reader_next(&a->rd, &m, &legacy)) != VT_READ_NEED_MORE)
+			agentctl_dispatch(a, res, &m);
+	}
+	if (a->out_off)
+		a->out.len = a->out_off = 0;
+	port_adopt(a->port, fd);
+	event_free(a->rev);
+	event_free(a->wev);
+	a->rev = event_new(base, fd, EV_READ | EV_PERSIST, agentctl_readable, a);
+	a->wev = event_new(base, fd, EV_WRITE, agentctl_writable, a);
+	if (!a->rev || !a->wev || event_add(a->rev, NULL) < 0)
+		return -ENOMEM;
+	if (a->out.len)
+		event_add(a->wev, NULL);
+	return 0;
+}
+
 void agentctl_free(struct agentctl *a)
 {
 	if (!a)

@@ -26,6 +26,8 @@ struct agentctl_ops {
 };
 int agentctl_new(const struct agentctl_ops *ops, struct port *port, struct event_base *base, struct agentctl **ret);
 void agentctl_free(struct agentctl *a);
+/* The control stream continues over fd (owned from now on): the old descriptor's frames first. */
+int agentctl_hand_over(struct agentctl *a, struct event_base *base, int fd);
 int agentctl_send_hello(struct agentctl *a);
 /* CONFIG; a NULL string or 0 leaves that attribute out (the agent keeps its value). */
 int agentctl_send_config(struct agentctl *a, const char *events, const char *clock, uint32_t buffer_kb,

@@ -212,6 +212,28 @@ pid_t port_other_holder(const struct port *p, pid_t except)
 	return p->kind == PORT_FIFO ? fifo_holder(p, except) : 0;
 }
 
+/* A socket port: a second connection to its name as it is now, with its server's pid (the
+ * process that bound it: a migration's destination rebinds the name). Same checks as
+ * port_open's. The caller owns the fd. */
+int port_connect_again(const struct port *p, pid_t *ret_pid)
+{
+	char path[PATH_MAX];
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd;
+
+	if (p->kind != PORT_SOCKET)
+		return -EOPNOTSUPP;
+	if ((fd = sock_open(port_path(p, true, path, sizeof(path)))) < 0)
+		return fd;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		close(fd);
+		return -EACCES;
+	}
+	*ret_pid = cred.pid;
+	return fd;
+}
+
 /* Why a socket port was refused (a link, or not QEMU's), in buf: true; false for other errors. */
 bool port_refused(const struct port *p, int r, const char *vm_dir, const char *name, char *buf, size_t len)
 {

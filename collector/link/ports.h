@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 /* ports.c: the per-VM FIFO pairs (NAME.in / NAME.out) or sockets (sock/NAME.sock). */
 #define PORT_SOCK_DIR "sock"
@@ -26,6 +27,18 @@ pid_t port_peer_pid(const struct port *p);
 /* FIFOs: a process other than us and `except` that holds p's FIFO open (a second QEMU: a live
  * migration's destination), 0 none; sockets: 0. */
 pid_t port_other_holder(const struct port *p, pid_t except);
+/* Sockets: a second connection to p's name (-errno), its server's pid in *ret_pid. */
+int port_connect_again(const struct port *p, pid_t *ret_pid);
+/* p uses fd (owned from now on) instead of its old descriptors, which are closed (inline: the
+ * link layer's users that take no other part of ports.c call it). */
+static inline void port_adopt(struct port *p, int fd)
+{
+	if (p->wfd >= 0 && p->wfd != p->rfd)
+		close(p->wfd);
+	if (p->rfd >= 0)
+		close(p->rfd);
+	p->rfd = p->wfd = fd;
+}
 const char *port_path(const struct port *p, bool reading, char *buf, size_t size);
 /* Why a socket port was refused (-ELOOP: a link; -EACCES: not QEMU's), said in buf with what to
  * do: true; false for any other r. */

@@ -688,6 +688,32 @@ int spool_rearm(struct spool *s, struct event_base *base)
 	return spool_arm(s, base);
 }
 
+/* The port's stream goes on over fd (a live migration's destination, socket transport): what
+ * the old descriptor still holds is read first, to EAGAIN or its end (at most PORT_DRAIN_MAX:
+ * a source that keeps writing does not hold the daemon), then fd replaces it. */
+int spool_hand_over(struct spool *s, struct event_base *base, int fd)
+{
+	uint64_t before = s->st.spooled + s->st.discarded;
+	ssize_t n;
+	int r;
+
+	if (s->ev)
+		event_del(s->ev);
+	if (s->batch_ev)
+		evtimer_del(s->batch_ev);
+	while (!s->port_failed && s->st.spooled + s->st.discarded - before < PORT_DRAIN_MAX &&
+	       (n = spool_read_port(s)) > 0) {
+		if (s->discard)
+			continue;
+		spool_scan(s);
+		if (s->fill == SPOOL_BUF && (r = spool_write_block(s)) < 0)
+			spool_write_failed(s, r);
+	}
+	port_adopt(s->port, fd);
+	s->ops.progress(s->ops.userdata, SPOOL_INDEX(s->cpu, s->perf));
+	return spool_rearm(s, base);
+}
+
 void spool_discard(struct spool *s)
 {
 	int r = spool_persist(s); /* what was spooled stays */

@@ -72,3 +72,5 @@ void spool_rate_tick(struct spool *s, uint64_t now_ns);
 double spool_rate(const struct spool *s); /* MB/s over the last few seconds */
 
 int spool_rearm(struct spool *s, struct event_base *base);
+/* The stream continues on fd (owned from now on): the old descriptor's bytes are read first. */
+int spool_hand_over(struct spool *s, struct event_base *base, int fd);

@@ -20,6 +20,7 @@
 /* A step under this is a rate change's seam, not a paused guest (a migration's pause is
  * milliseconds: docs/migration.md) */
 #define MIG_STEP_MIN_NS 100000ull
+#define MIG_AFTER_NS 1000000000ull /* a step placed up to this long after its switch is its own */
 
 /* File format: a tracepoint format as tracefs gives one, written here (perf's libtraceevent
  * parses it from TRACING_DATA). */
@@ -65,18 +66,20 @@ static void step_kvm(const struct clock_kvm *k, size_t i, uint64_t *lo, uint64_t
 }
 
 /* Migration k's blackout: the largest forward step of the guest's clock map between the
- * session's switch before it (or the start) and its own switch, plus a second for a kvm
- * reading taken at the switch. None found: at the switch, length 0 (not measured). */
+ * session's switch before it (or the start) and its own switch, plus MIG_AFTER_NS: a step is
+ * placed at the first probe (or kvm reading) after it, and the switch can come before that (a
+ * kvm reading taken at the switch; sockets: the daemon moves to the destination when the guest
+ * first sends there, and its probes go there from then on). None found: at the switch, length 0
+ * (not measured). */
 static void mig_place(const struct merge_guest *g, uint32_t k, struct merge_mig_out *o)
 {
-	uint64_t after = k ? g->mig[k - 1].mono_ns : 0, until = g->mig[k].mono_ns, lo, hi;
+	uint64_t after = k ? g->mig[k - 1].mono_ns + MIG_AFTER_NS : 0, until = g->mig[k].mono_ns, lo, hi;
 	bool kvm = g->kvm && g->kvm->nvcpus && g->kvm->n[0] > 1;
 	size_t n = kvm ? g->kvm->n[0] : g->clock.n;
 
 	o->start = until;
 	o->len = 0;
-	if (kvm)
-		until += 1000000000ull;
+	until += MIG_AFTER_NS;
 	for (size_t i = 1; g->clock_aligned && i < n; i++) {
 		if (kvm)
 			step_kvm(g->kvm, i, &lo, &hi);
@@ -95,7 +98,7 @@ uint32_t merge_migs_update(struct merge_vm *vm, uint64_t fitted_until)
 	struct merge_migs *x = &vm->migs;
 	uint32_t n0 = x->n;
 
-	for (; x->on && x->n < g->nmig && x->n < MERGE_MAX_MIGRATIONS && g->mig[x->n].mono_ns < fitted_until; x->n++) {
+	for (; x->on && x->n < g->nmig && x->n < MERGE_MAX_MIGRATIONS && g->mig[x->n].mono_ns + MIG_AFTER_NS < fitted_until; x->n++) {
 		struct merge_mig_out *b = &x->b[x->n];
 
 		mig_place(g, x->n, b);

@@ -12,7 +12,9 @@
 # the migration: every page it sent arrives, its lines once each and in order. flight: as
 # migrate, with --flight-recorder: a snapshot after the migration holds every marker. later:
 # the guest is migrated untraced, then a plain start traces it on the destination.
-#   test-migrate.sh [pipe] [migrate|cancel|flood|flight|later] [N] [US]
+# socket: the same over the socket transport (the destination rebinds the VM's socket names; the
+# daemon connects to them before it runs and moves each stream over).
+#   test-migrate.sh [pipe|socket] [migrate|cancel|flood|flight|later] [N] [US]
 . "$(dirname "$0")/lib.sh"
 
 transport=${1:-pipe} mode=${2:-migrate} n=${3:-3000} us=${4:-5000}
@@ -68,7 +70,7 @@ if [ "$mode" = cancel ]; then
 	echo "$sum"
 	check "stop exits 0" test $rc -eq 0
 	check "summary: no migration" bash -c '! grep -q "^migrated:" <<<"$1"' _ "$sum"
-	check_out "the daemon saw the destination come and go" "pid $dst_q, which held the VM's ports beside QEMU \\(pid $src_q\\), exited: no migration" cat "$sess/collector.log"
+	check_out "the daemon saw the destination come and go" "pid $dst_q, which held the VM's ports beside QEMU \\(pid $src_q\\), (exited|closed its sockets): no migration" cat "$sess/collector.log"
 	check "all $n markers present once, in order" e2e_markers "$out" "$n"
 	check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
 	bound=$(sed -n 's/^error_bound_ns=//p' "$sess/clock.ini")
@@ -141,6 +143,10 @@ echo "$sum"
 check "stop exits 0" test $rc -eq 0
 check_out "summary: the migration, both QEMU pids" "migrated: .*QEMU $src_q -> $dst_q" echo "$sum"
 check_out "the daemon saw the destination open the ports before the switch" "pid $dst_q opened the VM's ports beside QEMU \\(pid $src_q\\)" cat "$sess/collector.log"
+if [ "$transport" = socket ]; then # every port's stream moved to the destination's socket, none reconnected
+	check_out "sockets: every port moved to the destination's connection" "the guest runs on pid $dst_q: ([0-9]+) of the VM's \\1 ports moved" cat "$sess/collector.log"
+	check "sockets: no port closed on the way" bash -c '! grep -E "closed \\(QEMU gone|agent-ctl-path closed|reconnected" "$1"' _ "$sess/collector.log"
+fi
 check_out "summary: the blackout, the guest clock's step" "^blackout: the guest's (clock fell [0-9.]+ ms|TSC fell [0-9]+ cycles) behind the host's" echo "$sum"
 check "all $n markers present once, in order" e2e_markers "$out" "$n"
 check "perf script/report: no warnings" e2e_no_warnings "$out" "$sum"
