@@ -123,7 +123,7 @@ static int follow_migrations(struct merge_ctx *m, struct follow *f)
 	if (f->ended)
 		vm->migs.late += merge_migs_update(vm, UINT64_MAX);
 	else
-		merge_migs_update(vm, vm->guest.live_fit_until);
+		merge_migs_update(vm, vm->guest.live_fitted_until);
 	return 0;
 }
 

@@ -159,6 +159,8 @@ struct merge_guest {
 	uint64_t follow_gen;  /* following: +1 at each wait for more data (spool sizes read again) */
 	uint64_t live_fit_until; /* following: host time of the newest probe fitted (guest times
 				  * later than it would be extrapolated: they wait for the next) */
+	uint64_t live_fitted_until; /* following: the fit's own newest probe (a step after it is not
+				     * in its segments yet: migration.c places a blackout only before it) */
 	uint64_t live_extra_ns; /* following: added to the fit's bound up to live_fit_until */
 	uint64_t clock_gen;   /* +1 at each new fit (clock or perf clock): heads converted by an
 			       * older one are converted again (merge_guest_peek, merge_gperf_peek) */

@@ -182,6 +182,7 @@ void merge_meta_notes(struct merge_guest *g, int dfd)
 /* How far a live fit converts: up to until (host time), within the fit's bound plus extra. */
 struct fit_span {
 	uint64_t until, oldest, extra;
+	uint64_t fitted; /* the fit's own newest probe (until may reach past it) */
 };
 
 static int fit_samples_max(int dfd, const char *name, char **ret_text, size_t *ret_len, char *why, size_t whylen,
@@ -209,7 +210,7 @@ static int cmp_send(const void *a, const void *b)
  * (extra). */
 static void fit_span_get(struct clock_sample *s, size_t n, const struct clock_fit *fit, struct fit_span *span)
 {
-	span->until = fit->fitted_until;
+	span->until = span->fitted = fit->fitted_until;
 	span->extra = 0;
 	qsort(s, n, sizeof(*s), cmp_send);
 	span->oldest = n ? s[0].host_send : 0;
@@ -408,6 +409,7 @@ int merge_meta_clock_live(struct merge_guest *g, int dfd)
 	g->clock_aligned = true;
 	g->clock_recovered = false;
 	g->live_fit_until = span.until;
+	g->live_fitted_until = span.fitted;
 	g->live_extra_ns = span.extra;
 	g->clock_gen++;
 	snprintf(g->clock_why, sizeof(g->clock_why), "fitted while tracing from clock.samples");

@@ -13,7 +13,8 @@
 # migrate, with --flight-recorder: a snapshot after the migration holds every marker. later:
 # the guest is migrated untraced, then a plain start traces it on the destination.
 # socket: the same over the socket transport (the destination rebinds the VM's socket names; the
-# daemon connects to them before it runs and moves each stream over).
+# daemon connects to them before it runs and moves each stream over), with the live view (start
+# -o -) checked across it.
 #   test-migrate.sh [pipe|socket] [migrate|cancel|flood|flight|later] [N] [US]
 . "$(dirname "$0")/lib.sh"
 
@@ -37,10 +38,22 @@ SRC_BOOT=$BOOT_PID
 src_q=$(e2e_qemu_pid)
 fr=()
 [ "$mode" = flight ] && fr=(--flight-recorder 64M)
-if [ "$mode" != later ]; then
+view= clog= # the daemon's log: collector.log; the live view's start is in the foreground: its stderr
+if [ "$transport" = socket ] && [ "$mode" = migrate ]; then
+	# the live view across it: start -o - streams pipe-mode perf.data until stop (saved as
+	# view.stream, not *.data: perf-both's report --stats fails on every pipe-mode file, perf
+	# record's own included, in 6.1 and 6.12 alike; perf script reads it)
+	view=$T/view.stream
+	( tc start --name "$VM_NAME" --dir "$VM" --run-dir "$RUN" -e 'sched,irq,timer' --buffer-kb 512 --probe-interval 0.25 \
+		--holdout-probes -o - >"$view" 2>"$T/view.err"; echo "exit $?" >"$T/view.rc" ) &
+	for _ in $(seq 300); do e2e_status 2>/dev/null | grep -q '^state: tracing' && break; sleep 0.1; done
+	check_out "start -o -: tracing, the live view streaming" '^state: tracing' e2e_status
+	sess=$(e2e_session) clog=$T/view.err
+elif [ "$mode" != later ]; then
 	check_out "start${fr[*]:+ ${fr[*]}}" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512 --probe-interval 0.25 --holdout-probes "${fr[@]}"
 	sess=$(e2e_session)
 fi
+clog=${clog:-$sess/collector.log}
 if [ "$mode" = later ]; then
 	: # migrated untraced: traced afterwards
 elif [ "$mode" = flood ]; then
@@ -142,10 +155,10 @@ sum=$(e2e_stop -v -o "$out" 2>&1); rc=$?
 echo "$sum"
 check "stop exits 0" test $rc -eq 0
 check_out "summary: the migration, both QEMU pids" "migrated: .*QEMU $src_q -> $dst_q" echo "$sum"
-check_out "the daemon saw the destination open the ports before the switch" "pid $dst_q opened the VM's ports beside QEMU \\(pid $src_q\\)" cat "$sess/collector.log"
+check_out "the daemon saw the destination open the ports before the switch" "pid $dst_q opened the VM's ports beside QEMU \\(pid $src_q\\)" cat "$clog"
 if [ "$transport" = socket ]; then # every port's stream moved to the destination's socket, none reconnected
-	check_out "sockets: every port moved to the destination's connection" "the guest runs on pid $dst_q: ([0-9]+) of the VM's \\1 ports moved" cat "$sess/collector.log"
-	check "sockets: no port closed on the way" bash -c '! grep -E "closed \\(QEMU gone|agent-ctl-path closed|reconnected" "$1"' _ "$sess/collector.log"
+	check_out "sockets: every port moved to the destination's connection" "the guest runs on pid $dst_q: ([0-9]+) of the VM's \\1 ports moved" cat "$clog"
+	check "sockets: no port closed on the way" bash -c '! grep -E "closed \\(QEMU gone|agent-ctl-path closed|reconnected" "$1"' _ "$clog"
 fi
 check_out "summary: the blackout, the guest clock's step" "^blackout: the guest's (clock fell [0-9.]+ ms|TSC fell [0-9]+ cycles) behind the host's" echo "$sum"
 check "all $n markers present once, in order" e2e_markers "$out" "$n"
@@ -162,7 +175,7 @@ if [ "$method" = kvm ]; then
 	check "kvm clock: the offsets moved by the blackout (${bound:-?} ns), from 30 ms under the source's STOP to the destination's RESUME (${paused:-?} ns) to 5 ms over it" \
 		python3 -c 'import sys; s, p = int(sys.argv[1]), int(sys.argv[2]); sys.exit(0 if p - 30000000 <= s <= p + 5000000 else 1)' "${bound:-0}" "${paused:--99999999999}"
 	check "kvm clock: the destination's offsets read when the session followed it" \
-		bash -c '! grep -q "TSC offsets cannot be read" "$1"' _ "$sess/collector.log"
+		bash -c '! grep -q "TSC offsets cannot be read" "$1"' _ "$clog"
 	step=0
 else
 	# The guest's clock falls behind the host's across the migration: the fit's step. Under TCG
@@ -197,6 +210,13 @@ elif [ "$method" = kvm ]; then
 else
 	check_out "the live merge followed the destination's vCPU threads" "live merge: the guest migrated to QEMU pid $dst_q" cat "$sess/live-merge.log"
 	check "stop: the live merge's file, with the migration (not merged again)" bash -c '! grep -q "live migrations: merging" <<<"$1"' _ "$sum"
+fi
+if [ -n "$view" ]; then
+	for _ in $(seq 300); do [ -f "$T/view.rc" ] && break; sleep 0.1; done
+	check_out "the live view ends at stop: start -o - exits 0" '^exit 0$' cat "$T/view.rc"
+	check "the live view: all $n markers once, in order, across the migration" e2e_markers "$view" "$n"
+	check_out "the live view says what happened: the migration sample, both QEMU pids" \
+		"virtio_trace:migration: QEMU $src_q -> $dst_q, blackout [1-9][0-9]* ns" "$PERF" script -i "$view" -F event,trace
 fi
 files=("$out")
 if [ "$mode" != flight ]; then # (a flight recorder's stop file is an offline merge already)
