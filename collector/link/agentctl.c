@@ -231,9 +231,10 @@ static void agentctl_dispatch(struct agentctl *a, enum vt_read_result res, const
 	a->ops.msg(a->ops.userdata, m);
 }
 
-static void agentctl_readable(evutil_socket_t fd, short what, void *arg)
+/* Up to 64 reads of fd, each read's frames handled: 0 when it has nothing now (EAGAIN or 64
+ * reads), -errno when it failed or ended (EOF counts as -EPIPE). */
+static int agentctl_read(struct agentctl *a, int fd)
 {
-	struct agentctl *a = arg;
 	enum vt_read_result res;
 	struct vt_msg m;
 	char legacy;
@@ -243,22 +244,31 @@ static void agentctl_readable(evutil_socket_t fd, short what, void *arg)
 
 	for (int round = 0; round < 64; round++) {
 		if (vt_reader_space(&a->rd, &p, &room) < 0)
-			return; /* cannot happen with the reader's own bound; keep the loop alive */
+			return 0; /* cannot happen with the reader's own bound; keep the loop alive */
 		n = util_xfer_step(read(fd, p, room));
 		if (n == 0)
 			continue; /* EINTR */
 		if (n == -EAGAIN)
-			break;
-		if (n < 0) { /* EOF counts as -EPIPE */
-			event_del(a->rev);
-			event_del(a->wev);
-			a->ops.gone(a->ops.userdata, (int)n);
-			return;
-		}
+			return 0;
+		if (n < 0)
+			return (int)n;
 		a->last_rx_ns = util_now_ns(CLOCK_MONOTONIC);
 		vt_reader_commit(&a->rd, (size_t)n);
 		while ((res = vt_reader_next(&a->rd, &m, &legacy)) != VT_READ_NEED_MORE)
 			agentctl_dispatch(a, res, &m);
+	}
+	return 0;
+}
+
+static void agentctl_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct agentctl *a = arg;
+	int r = agentctl_read(a, fd);
+
+	if (r < 0) {
+		event_del(a->rev);
+		event_del(a->wev);
+		a->ops.gone(a->ops.userdata, r);
 	}
 }
 
@@ -291,24 +301,7 @@ fail:
  * garbage to the agent); output not begun goes to fd. */
 int agentctl_hand_over(struct agentctl *a, struct event_base *base, int fd)
 {
-	enum vt_read_result res;
-	struct vt_msg m;
-	char legacy;
-	uint8_t *p;
-	size_t room;
-	ssize_t n;
-
-	for (int round = 0; round < 64 && vt_reader_space(&a->rd, &p, &room) == 0; round++) {
-		n = util_xfer_step(read(a->port->rfd, p, room));
-		if (n == 0)
-			continue;
-		if (n < 0)
-			break; /* EAGAIN, or the old end closed */
-		a->last_rx_ns = util_now_ns(CLOCK_MONOTONIC);
-		vt_reader_commit(&a->rd, (size_t)n);
-		while ((res = vt_reader_next(&a->rd, &m, &legacy)) != VT_READ_NEED_MORE)
-			agentctl_dispatch(a, res, &m);
-	}
+	(void)agentctl_read(a, a->port->rfd); /* to EAGAIN or its end */
 	if (a->out_off)
 		a->out.len = a->out_off = 0;
 	port_adopt(a->port, fd);
