@@ -35,6 +35,7 @@ _Static_assert(sizeof(struct perf_file_header) == 104, "perf file header is 104 
 enum {
 	PERF_REC_HEADER_ATTR = 64,
 	PERF_REC_TRACING_DATA = 66,
+	PERF_REC_HEADER_FEATURE = 80,
 	PERF_REC_FINISHED_ROUND = 68,
 	PERF_REC_ID_INDEX = 69,
 	PERF_REC_THREAD_MAP = 73,

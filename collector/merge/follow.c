@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -386,9 +387,32 @@ static int merge_follow_loop(struct merge_ctx *m, struct follow *f)
 	}
 }
 
-/* Pipe mode: the attrs as HEADER_ATTR records and the tracing data (the host's tracefs formats
- * and the guest's, as the file's would be) as a HEADER_TRACING_DATA record and its bytes, before
- * any event: perf reads a pipe in order. */
+/* File format: a HEADER_FEATURE record (type 80): u64 feature id, then the feature as a file's
+ * section holds it; here HEADER_OSRELEASE (4), a string: u32 length (a multiple of 64) and the
+ * string, NUL-padded. Perf record writes its features so in a pipe, before the tracing data;
+ * perf 6.1's evlist reads a pipe up to the first one, and without one misreads the tracing data
+ * as records ("failed to process type"). */
+static int follow_feature(struct merge_ctx *m)
+{
+	struct utsname u;
+	struct {
+		struct perf_event_header h;
+		uint64_t feat;
+		uint32_t len;
+		char s[128];
+	} __attribute__((packed)) rec = { .feat = 4 };
+
+	if (uname(&u) < 0)
+		snprintf(u.release, sizeof(u.release), "unknown");
+	rec.len = strlen(u.release) < 64 ? 64 : 128;
+	snprintf(rec.s, rec.len, "%s", u.release);
+	rec.h = (struct perf_event_header){ .type = PERF_REC_HEADER_FEATURE, .size = (uint16_t)(20 + rec.len) };
+	return perf_writer_record(m->w, &rec);
+}
+
+/* Pipe mode: the attrs as HEADER_ATTR records, a feature, and the tracing data (the host's
+ * tracefs formats and the guest's, as the file's would be) as a HEADER_TRACING_DATA record and
+ * its bytes, before any event: perf reads a pipe in order. */
 int merge_follow_preamble(struct merge_ctx *m, int fd)
 {
 	_cleanup_free_ uint8_t *td = NULL;
@@ -409,6 +433,8 @@ int merge_follow_preamble(struct merge_ctx *m, int fd)
 		memcpy(m->rec + sizeof(h) + PERF_ATTR_SIZE, a->ids, a->n_ids * 8);
 		r = perf_writer_record(m->w, m->rec);
 	}
+	if (r == 0)
+		r = follow_feature(m);
 	if (r == 0 && m->have_td && (r = tracing_data_build(&m->td, &td, &td_len)) == 0) {
 		uint32_t aligned = (uint32_t)((td_len + 7) & ~(size_t)7);
 		struct { struct perf_event_header h; uint32_t size, pad; } rec = {
