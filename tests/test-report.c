@@ -116,6 +116,28 @@ TEST(idle_is_not_a_stall)
 	CHECK_INT(rep.vms[vm_a].vcpus[0].off_idle_ns, ==, 40 * MS);
 }
 
+/* A switched-out interval the guest traced in on that vCPU is no stall: its thread ran, the host
+ * recording lacks the switch in (a flight recorder's overwritten host ring). A record of another
+ * vCPU, or one within the conversion margin of an edge, changes nothing. */
+TEST(guest_traced_inside_is_not_a_stall)
+{
+	setup(MS);
+	report_guest_switch(&rep, vm_a, 0, 0, 55, "work");
+	sw(1 * MS, 0, 0, "swapper/0", R, 1001, "CPU 0/KVM");
+	sw(10 * MS, 0, 1001, "CPU 0/KVM", S, 0, "swapper/0");
+	report_guest_task(&rep, vm_a, 0, 500 * MS, 55, "work"); /* vCPU 0 traced: it ran */
+	sw(1500 * MS, 0, 0, "swapper/0", R, 1001, "CPU 0/KVM");
+	sw(1600 * MS, 0, 1001, "CPU 0/KVM", S, 0, "swapper/0");
+	report_guest_task(&rep, vm_a, 1, 1700 * MS, 56, "other"); /* vCPU 1's: not this one's */
+	report_guest_task(&rep, vm_a, 0, 1602 * MS, 55, "work");  /* 2 ms in: a conversion's error */
+	sw(1800 * MS, 0, 0, "swapper/0", R, 1001, "CPU 0/KVM");
+	finish(1900 * MS);
+	CHECK_INT(rep.vms[vm_a].vcpus[0].ran_unseen, ==, 1);
+	CHECK_INT(rep.n_stalls, ==, 1);
+	CHECK_INT(rep.stalls[0].start, ==, 1600 * MS);
+	CHECK_INT(rep.stalls[0].cause, ==, REPORT_HOST_BLOCKED);
+}
+
 /* Asleep on the host (host_blocked): the waker is the culprit. Woken but then mostly waiting
  * for its CPU: preempted by what ran there. */
 TEST(blocked_waker_and_woken_then_preempted)

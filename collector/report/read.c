@@ -637,10 +637,16 @@ static void read_notes(struct report_feed *d)
 				    "(its task was no longer known)", m->machine_pid, (unsigned long long)m->not_judged);
 	}
 	for (size_t i = 0; i < r->n_vms; i++) {
-		uint64_t n = 0;
+		uint64_t n = 0, ran = 0;
 
-		for (uint32_t c = 0; c < r->vms[i].n_vcpus; c++)
+		for (uint32_t c = 0; c < r->vms[i].n_vcpus; c++) {
 			n += r->vms[i].vcpus[c].dropped_intervals;
+			ran += r->vms[i].vcpus[c].ran_unseen;
+		}
+		if (ran)
+			report_note(r, "VM %d: %llu switched-out intervals not judged: the guest traced on that vCPU inside "
+				    "them, so its thread ran (the host recording lacks the switch in: a flight recorder's "
+				    "host ring overwritten, or lost events)", r->vms[i].machine_pid, (unsigned long long)ran);
 		if (n)
 			report_note(r, "VM %d: %llu intervals not judged: a switch of the vCPU thread was missing from the "
 				    "host recording (out twice or in twice; perf on some hosts loses switches out of the "

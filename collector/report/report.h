@@ -89,9 +89,12 @@ struct report_vcpu {
 	int32_t g_off_pid;      /* guest task at the switch-out */
 	char g_off_comm[REPORT_COMM];
 	bool g_off_known;
+	uint64_t g_inside;      /* a guest record of this vCPU well inside the current switched-out
+				 * interval (0: none): the vCPU ran, the host missed its switch in */
 	/* totals */
 	uint64_t running_ns, off_idle_ns, off_unknown_ns, stalled_ns[REPORT_N_CAUSES];
 	uint64_t n_stalls, n_stalls_min, switches, dropped_intervals, g_since;
+	uint64_t ran_unseen;    /* switched-out intervals it traced in: not judged (g_inside) */
 	struct report_culprit *culprits;
 	size_t n_culprits;
 	struct report_exit_reason *exits;
