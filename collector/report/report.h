@@ -114,6 +114,7 @@ struct report_vm {
 	struct report_stall *pending;
 	size_t n_pending, cap_pending;
 	uint64_t last_guest, not_judged;
+	uint64_t first_guest;   /* its first guest record (0: none): the SVG's default window */
 	/* the QEMUs it migrated to (the file's <prefix>virtio_trace:migration): their vCPU
 	 * threads are its own from then on */
 	int32_t qemu_to[REPORT_MAX_MIGRATIONS];

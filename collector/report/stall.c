@@ -239,6 +239,8 @@ static void vm_alive(struct report *r, uint32_t vm, uint64_t t)
 	struct report_vm *m = &r->vms[vm];
 
 	m->last_guest = MAX(m->last_guest, t);
+	if (!m->first_guest || t < m->first_guest)
+		m->first_guest = t;
 	for (size_t i = 0; i < m->n_pending; i++)
 		stall_commit(r, &m->pending[i]);
 	m->n_pending = 0;

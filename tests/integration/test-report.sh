@@ -73,6 +73,15 @@ ln -s "$T/victim" "$T/link.svg"
 check_out "--svg onto a symbolic link: refused, named" 'link.svg: it is a symbolic link' bash -c '"$1" report "$2" --svg "$3"; echo "exit $?"' _ "$TRACE_COLLECTOR" "$in" "$T/link.svg"
 check "... the file it pointed to untouched" test "$(cat "$T/victim")" = victim
 check "--svg" tc report "$in" --svg "$T/r.svg"
+# its parts, counted: the legend's three marks and the fixture's two guest tasks (vt-spin,
+# trace-agent), a task named on each lane's band, every stall's culprit written (the fixture's
+# are wide enough; the longest always is), time from the window's start (0 first)
+svg_parts() {
+	echo "legend $(grep -c 'class="legend"' "$1"), task names $(grep -o 'class="task"[^<]*<' "$1" | sed 's/.*>//; s/<//' | sort -u | paste -sd, -), \
+culprits $(grep -c 'class="culprit"' "$1"), stalls $(grep -c 'class="stall"' "$1"), first tick $(grep -o 'text-anchor="middle">[^<]*' "$1" | head -n 1 | sed 's/.*>//')"
+}
+check_out "the picture: legend, task names on their bands, each stall's culprit, time from 0" \
+	'^legend 5, task names vt-spin, culprits 7, stalls 7, first tick 0(\.0+)?$' svg_parts "$T/r.svg"
 chromium=$(command -v chromium || command -v chromium-browser)
 if [ -z "$chromium" ]; then
 	fail "no chromium to render the picture (scripts/bootstrap installs Debian's chromium)"
