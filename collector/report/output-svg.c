@@ -387,7 +387,7 @@ int report_svg(struct report *r, const struct report_filter *f, FILE *out)
 			if (f->vcpu >= 0 && (long)c != f->vcpu)
 				continue;
 			svg_lane_label(&r->vms[i], c, y, out);
-			svg_lane(r, &s, r->bands + from, bi - from, y);
+			svg_lane(r, &s, r->n_bands ? r->bands + from : NULL, bi - from, y); /* (no bands: NULL) */
 			for (size_t k = 0; k < r->n_stalls; k++)
 				if (r->stalls[k].vm == i && r->stalls[k].vcpu == c && r->stalls[k].end > s.from &&
 				    r->stalls[k].start < s.to)
