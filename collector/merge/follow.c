@@ -396,7 +396,7 @@ static int follow_feature(struct merge_ctx *m)
 {
 	struct utsname u;
 	struct {
-		struct perf_event_header h;
+		struct perf_event_header hdr;
 		uint64_t feat;
 		uint32_t len;
 		char s[128];
@@ -406,7 +406,7 @@ static int follow_feature(struct merge_ctx *m)
 		snprintf(u.release, sizeof(u.release), "unknown");
 	rec.len = strlen(u.release) < 64 ? 64 : 128;
 	snprintf(rec.s, rec.len, "%s", u.release);
-	rec.h = (struct perf_event_header){ .type = PERF_REC_HEADER_FEATURE, .size = (uint16_t)(20 + rec.len) };
+	rec.hdr = (struct perf_event_header){ .type = PERF_REC_HEADER_FEATURE, .size = (uint16_t)(20 + rec.len) };
 	return perf_writer_record(m->w, &rec);
 }
 

@@ -53,7 +53,7 @@ elif [ "$mode" != later ]; then
 	check_out "start${fr[*]:+ ${fr[*]}}" "^$VM/sessions/[0-9TZ]+\$" e2e_start -e 'sched,irq,timer' --buffer-kb 512 --probe-interval 0.25 --holdout-probes "${fr[@]}"
 	sess=$(e2e_session)
 fi
-clog=${clog:-$sess/collector.log}
+clog=${clog:-${sess:-}/collector.log} # (later: none yet, not read)
 if [ "$mode" = later ]; then
 	: # migrated untraced: traced afterwards
 elif [ "$mode" = flood ]; then
