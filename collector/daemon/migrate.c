@@ -62,6 +62,39 @@ static void migration_burst(struct daemon *d)
 		daemon_probe_send(d, false);
 }
 
+/* Whether pid runs the session's QEMU binary (a migration's destination is a QEMU like it; a
+ * tool that happens to hold the ports is not followed: said, rate-limited). */
+static bool same_exe(struct daemon *d, pid_t pid)
+{
+	char link[64], exe[sizeof(d->mg.exe)];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	if (strcmp(exe, d->mg.exe)) {
+		if (log_due(&d->unexpected))
+			log_warn("pid %d holds the VM's ports beside QEMU (pid %d, %s) but runs %s: not a migration's "
+				 "destination, not followed", (int)pid, (int)d->mg.exe_of, d->mg.exe, exe);
+		return false;
+	}
+	return true;
+}
+
+/* A destination is waiting (pid): the probe burst, and (ptp) the dense probes while it waits. */
+static void migration_dest_found(struct daemon *d, uint64_t now)
+{
+	migration_burst(d);
+	if (!strcmp(d->s.clock_method, "ptp")) {
+		struct timeval tv = { 0, MIGRATION_DENSE_MS * 1000 };
+
+		d->mg.dense_since_ns = now;
+		evtimer_add(d->mg.dense, &tv);
+	}
+}
+
 /* A second QEMU holding the VM's ports: a migration's destination, most likely. */
 static void migration_look(struct daemon *d)
 {
@@ -80,13 +113,7 @@ static void migration_look(struct daemon *d)
 	else
 		log_info("pid %d opened the VM's ports beside QEMU (pid %d): a live migration's destination? "
 			 "(kvm clock: its TSC offsets are read when the source exits)", (int)pid, (int)d->s.qemu_pid);
-	migration_burst(d);
-	if (!strcmp(d->s.clock_method, "ptp")) {
-		struct timeval tv = { 0, MIGRATION_DENSE_MS * 1000 };
-
-		d->mg.dense_since_ns = now;
-		evtimer_add(d->mg.dense, &tv);
-	}
+	migration_dest_found(d, now);
 }
 
 #define MIG_SOCKS (1 + 2 * COLLECTOR_MAX_CPUS)
@@ -165,35 +192,14 @@ static void migration_look_sockets(struct daemon *d)
 	if ((fd = port_connect_again(&d->ctl, &pid)) < 0)
 		return;
 	close(fd); /* migration_connect connects again, checked as the others */
-	if (pid <= 0 || pid == d->s.qemu_pid || !d->mg.exe[0])
+	if (pid <= 0 || pid == d->s.qemu_pid || !d->mg.exe[0] || !same_exe(d, pid))
 		return;
-	{
-		char link[64], exe[sizeof(d->mg.exe)];
-		ssize_t n;
-
-		snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-		n = readlink(link, exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = '\0';
-		if (strcmp(exe, d->mg.exe)) {
-			if (log_due(&d->unexpected))
-				log_warn("pid %d (%s) serves the VM's agent-ctl-path socket beside QEMU (pid %d, %s): not a "
-					 "migration's destination (another binary), not followed", (int)pid, exe,
-					 (int)d->s.qemu_pid, d->mg.exe);
-			return;
-		}
-	}
 	d->mg.dest = pid;
 	migration_connect(d);
 	log_info("pid %d opened the VM's ports beside QEMU (pid %d): a live migration's destination? connected to its "
 		 "sockets%s", (int)pid, (int)d->s.qemu_pid,
 		 strcmp(d->s.clock_method, "ptp") ? " (kvm clock: its TSC offsets are read when the guest runs there)" : "");
-	migration_burst(d);
-	if (!strcmp(d->s.clock_method, "ptp")) {
-		struct timeval tv = { 0, MIGRATION_DENSE_MS * 1000 };
-
-		d->mg.dense_since_ns = now;
-		evtimer_add(d->mg.dense, &tv);
-	}
+	migration_dest_found(d, now);
 }
 
 static void migration_opened(evutil_socket_t fd, short what, void *arg)
@@ -286,24 +292,6 @@ void daemon_migration_seen(struct daemon *d, pid_t pid)
 	d->mg.exe[n > 0 ? n : 0] = '\0';
 }
 
-static bool same_exe(struct daemon *d, pid_t pid)
-{
-	char link[64], exe[sizeof(d->mg.exe)];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-	n = readlink(link, exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return false;
-	exe[n] = '\0';
-	if (strcmp(exe, d->mg.exe)) {
-		log_warn("QEMU (pid %d, %s) exited; pid %d holds the VM's ports but runs %s: not a migration's "
-			 "destination, not followed", (int)d->mg.exe_of, d->mg.exe, (int)pid, exe);
-		return false;
-	}
-	return true;
-}
-
 /* The session's QEMU is `next` from now on (the guest migrated from `gone`): session.ini, the
  * kvm clock's offsets, a burst. False past SESSION_MAX_MIGRATIONS (the session ends). */
 static bool migration_followed(struct daemon *d, pid_t gone, pid_t next)
@@ -370,7 +358,7 @@ static bool migration_switch(struct daemon *d)
 		moved++;
 	}
 	log_info("the guest runs on pid %d: %u of the VM's %u ports moved to its sockets, the source's read to their end%s",
-		 (int)next, moved, moved + left, left ? " (the others reconnect once the source's end)" : "");
+		 (int)next, moved, moved + left, left ? " (the others reconnect once the source's connections end)" : "");
 	migration_forget(d);
 	d->mg.dest = next;
 	return migration_followed(d, gone, next);

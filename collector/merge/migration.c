@@ -98,10 +98,15 @@ uint32_t merge_migs_update(struct merge_vm *vm, uint64_t fitted_until)
 	struct merge_migs *x = &vm->migs;
 	uint32_t n0 = x->n;
 
-	for (; x->on && x->n < g->nmig && x->n < MERGE_MAX_MIGRATIONS && g->mig[x->n].mono_ns + MIG_AFTER_NS < fitted_until; x->n++) {
+	/* placed once the fit has probes past the switch and either holds its step or reaches past
+	 * the window the step may lie in (the live fit's probes past a migration's burst may stay
+	 * unfitted while the guest streams: waiting for the window's end alone waited to the end) */
+	for (; x->on && x->n < g->nmig && x->n < MERGE_MAX_MIGRATIONS && g->mig[x->n].mono_ns < fitted_until; x->n++) {
 		struct merge_mig_out *b = &x->b[x->n];
 
 		mig_place(g, x->n, b);
+		if (!b->len && g->mig[x->n].mono_ns + MIG_AFTER_NS >= fitted_until)
+			break;
 		b->at = b->start;
 		b->from = g->mig[x->n].from;
 		b->to = g->mig[x->n].to;
